@@ -1,0 +1,21 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { hashBlocks, localBlockHash } from "./block-hashing.js";
+import { xxh3 } from "@node-rs/xxhash";
+
+// Vectors published with Dynamo's kv-router (lib/kv-router/src/protocols.rs tests).
+test("reproduces Dynamo's published block hash vectors", () => {
+  assert.equal(localBlockHash([1, 2, 3, 4]), 14643705804678351452n);
+  const { local, sequence } = hashBlocks([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], 4);
+  assert.deepEqual(local, [14643705804678351452n, 16777012769546811212n, 483935686894639516n]);
+  assert.deepEqual(sequence, [14643705804678351452n, 4945711292740353085n, 12583592247330656132n]);
+  assert.equal(xxh3.xxh64(Buffer.from("test data"), 1337n), 13226331709069118873n);
+});
+
+test("ignores a trailing partial block", () => {
+  assert.equal(hashBlocks([1, 2, 3, 4, 5, 6], 4).sequence.length, 1);
+});
+
+test("a LoRA adapter changes the hashes", () => {
+  assert.notEqual(hashBlocks([1, 2, 3, 4], 4, "adapter").local[0], hashBlocks([1, 2, 3, 4], 4).local[0]);
+});

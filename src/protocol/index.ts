@@ -1,0 +1,22 @@
+export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
+export type {
+  FinishReason,
+  GenerateRequest,
+  GenerateResponse,
+  RequestEnd,
+  ResponseConstraint,
+  SamplingOptions,
+  TokenDelta,
+} from "./generate.js";
+export type {
+  KvBlockRemoved,
+  KvBlockStored,
+  KvCacheCleared,
+  KvEvent,
+  KvEventBatch,
+  WorkerLoad,
+} from "./kv-events.js";
+export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
+export type { BlockHashes } from "./block-hashing.js";
+export { ArmatureError, isArmatureError } from "./errors.js";
+export type { ErrorCode } from "./errors.js";

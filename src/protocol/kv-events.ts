@@ -1,0 +1,42 @@
+/**
+ * KV cache events with Dynamo's semantics: a worker announces blocks it stored (chained by parent
+ * hash), blocks it removed, and that it cleared everything. Hashes are u64 sequence hashes.
+ */
+export interface KvBlockStored {
+  readonly type: "kv-block-stored";
+  /** Sequence hash of the block before the first one here; null when they start a sequence. */
+  readonly parentHash: bigint | null;
+  readonly blockHashes: readonly bigint[];
+  /** Number of tokens per block, so a reader can detect a block-size mismatch. */
+  readonly blockSize: number;
+}
+
+export interface KvBlockRemoved {
+  readonly type: "kv-block-removed";
+  readonly blockHashes: readonly bigint[];
+}
+
+export interface KvCacheCleared {
+  readonly type: "kv-cache-cleared";
+}
+
+export type KvEvent = KvBlockStored | KvBlockRemoved | KvCacheCleared;
+
+/** A batch of KV events from one worker, numbered so readers can detect gaps. */
+export interface KvEventBatch {
+  readonly type: "kv-event-batch";
+  readonly workerId: string;
+  /** Monotonic per worker, starting at 1. */
+  readonly eventId: number;
+  readonly events: readonly KvEvent[];
+}
+
+/** A worker's load, published periodically and on change. */
+export interface WorkerLoad {
+  readonly type: "worker-load";
+  readonly workerId: string;
+  readonly activeRequests: number;
+  readonly waitingRequests: number;
+  readonly activeKvBlocks: number;
+  readonly totalKvBlocks: number;
+}

@@ -1,0 +1,38 @@
+/** The role a worker plays in serving a request. */
+export type WorkerRole = "aggregated" | "prefill" | "decode";
+
+/** Where a frontend finds the tokenizer for a model, without loading the weights. */
+export type TokenizerSource =
+  | { readonly kind: "gguf"; readonly path: string }
+  | { readonly kind: "bytes" };
+
+/**
+ * What a worker tells the world about the model it serves (Dynamo's Model Deployment Card).
+ * Frontends build their preprocessing (template, tokenizer, limits) from it.
+ */
+export interface ModelCard {
+  /** Served model name, as clients put it in `model`. */
+  readonly name: string;
+  readonly role: WorkerRole;
+  /** Engine kind that serves the card: `llamacpp` or `mocker`. */
+  readonly engine: string;
+  /** Tokens per KV block; every router and worker of one model must agree on it. */
+  readonly blockSize: number;
+  /** KV capacity of the worker, in blocks. */
+  readonly totalKvBlocks: number;
+  /** Upper bound on tokens the engine evaluates in one forward pass. */
+  readonly maxBatchedTokens: number;
+  /** Sequences the engine runs concurrently. */
+  readonly maxSequences: number;
+  /** Longest prompt plus completion one sequence can hold, in tokens. */
+  readonly contextLength: number;
+  readonly tokenizer: TokenizerSource;
+  /** Jinja chat template (Hugging Face conventions); absent means a ChatML default. */
+  readonly chatTemplate?: string | undefined;
+  /** Token ids that end generation (end of sequence, end of turn). */
+  readonly eosTokenIds: readonly number[];
+  readonly bosToken?: string | undefined;
+  readonly eosToken?: string | undefined;
+  /** Whether the worker publishes KV events (the KV router needs them). */
+  readonly publishesKvEvents: boolean;
+}
