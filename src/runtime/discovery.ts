@@ -1,0 +1,43 @@
+import type { ModelCard, WorkerRole } from "../protocol/index.js";
+
+/** One live component as discovery knows it. */
+export interface InstanceRecord {
+  /** Unique id, also the request-plane address of the worker. */
+  readonly id: string;
+  readonly role: WorkerRole;
+  readonly model: string;
+  readonly card: ModelCard;
+}
+
+/** A registration kept alive by keep-alives; it expires after its TTL without them. */
+export interface Lease {
+  readonly id: string;
+  /** Renews the lease; returns false when it had already expired. */
+  keepAlive(): Promise<boolean>;
+  /** Removes the registration now. */
+  revoke(): Promise<void>;
+}
+
+export type DiscoveryEvent =
+  | { readonly type: "instance-added"; readonly instance: InstanceRecord }
+  | { readonly type: "instance-removed"; readonly instanceId: string };
+
+export interface Unsubscribe {
+  (): void;
+}
+
+/**
+ * Who is alive. Embedded: an in-memory registry. Distributed: etcd leases and watches.
+ */
+export interface Discovery {
+  /** Registers an instance under a lease of `ttlMs`. Registering an existing id replaces it. */
+  register(instance: InstanceRecord, options: { ttlMs: number }): Promise<Lease>;
+  /** Instances alive now. */
+  list(): Promise<InstanceRecord[]>;
+  /**
+   * Calls `listener` with an `instance-added` event for every instance alive now, then for each
+   * change. Returns a function that stops the watch.
+   */
+  watch(listener: (event: DiscoveryEvent) => void): Unsubscribe;
+  close(): Promise<void>;
+}

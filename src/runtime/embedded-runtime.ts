@@ -1,0 +1,35 @@
+import { type Clock, RealClock } from "./clock.js";
+import type { Discovery } from "./discovery.js";
+import type { EventPlane } from "./event-plane.js";
+import { MemoryDiscovery } from "./memory/memory-discovery.js";
+import { MemoryEventPlane } from "./memory/memory-event-plane.js";
+import { MemoryRequestPlane } from "./memory/memory-request-plane.js";
+import type { RequestPlane } from "./request-plane.js";
+
+/** The planes a component is built against, whatever binds them. */
+export interface Runtime {
+  readonly clock: Clock;
+  readonly discovery: Discovery;
+  readonly requests: RequestPlane;
+  readonly events: EventPlane;
+  close(): Promise<void>;
+}
+
+/** Everything in one process, no infrastructure: the default of `armature serve`. */
+export function createEmbeddedRuntime(options: { clock?: Clock; onEventHandlerError?: (e: unknown, subject: string) => void } = {}): Runtime {
+  const clock = options.clock ?? new RealClock();
+  const discovery = new MemoryDiscovery({ clock });
+  const requests = new MemoryRequestPlane();
+  const events = new MemoryEventPlane(
+    options.onEventHandlerError ? { onHandlerError: options.onEventHandlerError } : {},
+  );
+  return {
+    clock,
+    discovery,
+    requests,
+    events,
+    async close() {
+      await Promise.all([discovery.close(), requests.close(), events.close()]);
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/** Context a handler gets with each request. */
+export interface RequestContext {
+  /** Aborted when the caller cancels or goes away. */
+  readonly signal: AbortSignal;
+}
+
+/** Serves one address: takes a payload, streams responses back. */
+export type RequestHandler = (payload: unknown, context: RequestContext) => AsyncIterable<unknown>;
+
+export interface Registration {
+  /** Stops accepting new calls at this address; calls in flight continue. */
+  close(): Promise<void>;
+}
+
+/**
+ * Calls from the frontend and router to workers, with a streamed reply and cancellation.
+ * Embedded: a direct async call. Distributed: NATS request + streamed reply subjects.
+ */
+export interface RequestPlane {
+  serve(address: string, handler: RequestHandler): Promise<Registration>;
+  /**
+   * Calls the handler at `address`. The stream ends when the handler's does; aborting `signal`
+   * cancels the handler. Throws `WORKER_UNAVAILABLE` when nothing serves the address.
+   */
+  call(address: string, payload: unknown, options?: { signal?: AbortSignal }): AsyncIterable<unknown>;
+  close(): Promise<void>;
+}
