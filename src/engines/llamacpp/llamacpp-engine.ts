@@ -1,0 +1,251 @@
+import {
+  type Llama,
+  type LlamaContext,
+  type LlamaGrammar,
+  LlamaGrammarEvaluationState,
+  type LlamaModel,
+  type Token,
+} from "node-llama-cpp";
+import {
+  ArmatureError,
+  type FinishReason,
+  type GenerateRequest,
+  type GenerateResponse,
+  type KvEvent,
+  type ResponseConstraint,
+} from "../../protocol/index.js";
+import type { Engine, EngineInfo, EngineLoad } from "../engine.js";
+import { KvBlockTracker } from "./kv-block-tracker.js";
+import { llamaRuntime } from "./llama-runtime.js";
+import { toEvaluateOptions } from "./sampling.js";
+import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
+
+export interface LlamaCppEngineOptions {
+  readonly modelPath: string;
+  /** Concurrent sequences (continuous batching width). Default 4. */
+  readonly sequences?: number;
+  /** Tokens per sequence; capped at the model's training context. Default 2048. */
+  readonly contextSizePerSequence?: number;
+  /** CPU threads for llama.cpp. Default 1 (see docs/decisions/0002). */
+  readonly threads?: number;
+  /** Tokens per KV block for KV events. Default 16. */
+  readonly blockSize?: number;
+}
+
+/**
+ * Real inference through llama.cpp. Concurrent requests run on the context's sequences and are
+ * merged into one batch per step by node-llama-cpp; a request reuses the cached prefix of the
+ * free sequence that shares most of its prompt.
+ */
+export class LlamaCppEngine implements Engine {
+  readonly info: EngineInfo;
+  readonly #llama: Llama;
+  readonly #model: LlamaModel;
+  readonly #context: LlamaContext;
+  readonly #slots: SequenceSlots;
+  readonly #tracker: KvBlockTracker;
+  readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
+  readonly #grammars = new Map<string, Promise<LlamaGrammar>>();
+  readonly #inflight = new Set<AbortController>();
+  #closed = false;
+
+  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo) {
+    this.#llama = llama;
+    this.#model = model;
+    this.#context = context;
+    this.info = info;
+    const sequences = Array.from({ length: context.totalSequences }, () => context.getSequence());
+    this.#slots = new SequenceSlots(sequences);
+    this.#tracker = new KvBlockTracker(info.blockSize);
+  }
+
+  static async create(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
+    const llama = await llamaRuntime({ threads: options.threads ?? 1 });
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({ modelPath: options.modelPath });
+    } catch (cause) {
+      throw new ArmatureError(
+        "MODEL_LOAD_FAILED",
+        `cannot load GGUF model ${options.modelPath}: check the --model path (ARMATURE_MODEL)`,
+        { cause },
+      );
+    }
+    const sequences = options.sequences ?? 4;
+    const contextSize = Math.min(options.contextSizePerSequence ?? 2048, model.trainContextSize);
+    const blockSize = options.blockSize ?? 16;
+    const context = await model.createContext({
+      contextSize,
+      sequences,
+      threads: options.threads ?? 1,
+      batchSize: Math.min(contextSize, 512),
+    });
+    const metadata = model.fileInfo.metadata;
+    const tokens = metadata.tokenizer?.ggml?.tokens;
+    const eosTokenIds = [model.tokens.eos, model.tokens.eot].filter((t): t is Token => t != null) as number[];
+    const info: EngineInfo = {
+      kind: "llamacpp",
+      blockSize,
+      totalKvBlocks: sequences * Math.floor(context.contextSize / blockSize),
+      maxBatchedTokens: context.batchSize,
+      maxSequences: sequences,
+      contextLength: context.contextSize,
+      tokenizer: { kind: "gguf", path: options.modelPath },
+      chatTemplate: typeof metadata.tokenizer?.chat_template === "string" ? metadata.tokenizer.chat_template : undefined,
+      eosTokenIds: [...new Set(eosTokenIds)],
+      bosToken: tokenText(tokens, model.tokens.bos),
+      eosToken: tokenText(tokens, model.tokens.eos),
+      publishesKvEvents: true,
+    };
+    return new LlamaCppEngine(llama, model, context, info);
+  }
+
+  /** The loaded model (benchmarks compare against it directly). */
+  get model(): LlamaModel {
+    return this.#model;
+  }
+
+  onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  load(): EngineLoad {
+    let activeKvBlocks = 0;
+    for (const slot of this.#slots.all) {
+      if (slot.busy) activeKvBlocks += Math.ceil(slot.sequence.nextTokenIndex / this.info.blockSize);
+    }
+    return {
+      activeRequests: this.#slots.busyCount,
+      waitingRequests: this.#slots.waitingCount,
+      activeKvBlocks,
+      totalKvBlocks: this.info.totalKvBlocks,
+    };
+  }
+
+  async *generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncGenerator<GenerateResponse> {
+    const tokens = request.tokenIds;
+    if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
+    if (tokens.length === 0) throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
+    if (tokens.length >= this.info.contextLength) {
+      throw new ArmatureError(
+        "PROMPT_TOO_LONG",
+        `the prompt has ${tokens.length} tokens; this model's context holds ${this.info.contextLength}`,
+        { param: "messages" },
+      );
+    }
+    const grammar = await this.#grammarFor(request.constraint);
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort(options.signal.reason);
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    if (options.signal.aborted) onAbort();
+    this.#inflight.add(controller);
+    let slot: SequenceSlot | undefined;
+    try {
+      try {
+        slot = await this.#slots.acquire(tokens, controller.signal);
+      } catch (error) {
+        if (controller.signal.aborted) {
+          yield end("cancelled", tokens.length, 0, 0);
+          return;
+        }
+        throw error;
+      }
+      yield* this.#run(slot, request, grammar, controller.signal);
+    } finally {
+      options.signal.removeEventListener("abort", onAbort);
+      this.#inflight.delete(controller);
+      if (slot) this.#slots.release(slot);
+    }
+  }
+
+  async *#run(
+    slot: SequenceSlot,
+    request: GenerateRequest,
+    grammar: LlamaGrammar | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<GenerateResponse> {
+    const tokens = request.tokenIds;
+    const sequence = slot.sequence;
+    // Keep at least one prompt token to evaluate: the next token's logits come from it.
+    const reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
+    if (sequence.nextTokenIndex > reused) {
+      await sequence.eraseContextTokenRanges([{ start: reused, end: sequence.nextTokenIndex }]);
+    }
+    this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
+    const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
+    const generated: number[] = [];
+    const grammarState = grammar ? new LlamaGrammarEvaluationState({ model: this.#model, grammar }) : undefined;
+    const evaluateOptions = {
+      ...toEvaluateOptions(request.sampling, generated, grammarState),
+      yieldEogToken: request.ignoreEos === true,
+    };
+    let finish: FinishReason = "stop";
+    for await (const token of sequence.evaluate(tokens.slice(reused) as Token[], evaluateOptions)) {
+      if (signal.aborted) {
+        finish = "cancelled";
+        break;
+      }
+      generated.push(token);
+      if (generated.length === 1) this.#emit(this.#tracker.update(slot.index, tokens));
+      yield { type: "token-delta", tokenIds: [token] };
+      if (signal.aborted) {
+        finish = "cancelled";
+        break;
+      }
+      if (generated.length >= budget) {
+        finish = "length";
+        break;
+      }
+    }
+    if (generated.length === 0) this.#emit(this.#tracker.update(slot.index, tokens));
+    yield end(finish, tokens.length, generated.length, reused);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#slots.close();
+    for (const controller of this.#inflight) controller.abort(new ArmatureError("ENGINE_CLOSED", "engine closed"));
+    await this.#context.dispose();
+    await this.#model.dispose();
+  }
+
+  async #grammarFor(constraint: ResponseConstraint | undefined): Promise<LlamaGrammar | undefined> {
+    if (!constraint) return undefined;
+    const key = constraint.type === "json_object" ? "json" : JSON.stringify(constraint.schema);
+    let grammar = this.#grammars.get(key);
+    if (!grammar) {
+      grammar =
+        constraint.type === "json_object"
+          ? this.#llama.getGrammarFor("json")
+          : // biome-ignore lint/suspicious/noExplicitAny: the schema is validated by llama.cpp's converter.
+            (this.#llama.createGrammarForJsonSchema(constraint.schema as any) as Promise<LlamaGrammar>);
+      this.#grammars.set(key, grammar);
+    }
+    try {
+      return await grammar;
+    } catch (cause) {
+      this.#grammars.delete(key);
+      throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${String(cause)}`, {
+        cause,
+        param: "response_format",
+      });
+    }
+  }
+
+  #emit(events: readonly KvEvent[]): void {
+    if (events.length === 0) return;
+    for (const listener of this.#listeners) listener(events);
+  }
+}
+
+function end(finishReason: FinishReason, promptTokens: number, completionTokens: number, cachedTokens: number): GenerateResponse {
+  return { type: "request-end", finishReason, promptTokens, completionTokens, cachedTokens };
+}
+
+function tokenText(tokens: unknown, id: Token | null): string | undefined {
+  if (id == null || !Array.isArray(tokens)) return undefined;
+  const text = tokens[id];
+  return typeof text === "string" ? text : undefined;
+}

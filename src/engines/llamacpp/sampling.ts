@@ -1,0 +1,33 @@
+import type { LlamaGrammarEvaluationState, SequenceEvaluateOptions, Token } from "node-llama-cpp";
+import type { SamplingOptions } from "../../protocol/index.js";
+
+/**
+ * Maps OpenAI-style sampling to llama.cpp's sampler chain. Temperature 0 is greedy. OpenAI's
+ * presence/frequency penalties apply to the tokens generated so far, as in the OpenAI API.
+ */
+export function toEvaluateOptions(
+  sampling: SamplingOptions,
+  generated: readonly number[],
+  grammar: LlamaGrammarEvaluationState | undefined,
+): SequenceEvaluateOptions {
+  const options: SequenceEvaluateOptions = {
+    temperature: sampling.temperature,
+    topK: sampling.topK ?? 0,
+    topP: sampling.topP ?? 1,
+    minP: sampling.minP ?? 0,
+  };
+  if (sampling.seed !== undefined) options.seed = sampling.seed;
+  if (grammar) options.grammarEvaluationState = grammar;
+  const presence = sampling.presencePenalty ?? 0;
+  const frequency = sampling.frequencyPenalty ?? 0;
+  const repetition = sampling.repetitionPenalty ?? 1;
+  if (presence !== 0 || frequency !== 0 || repetition !== 1) {
+    options.repeatPenalty = {
+      punishTokens: () => generated as Token[],
+      penalty: repetition,
+      presencePenalty: presence,
+      frequencyPenalty: frequency,
+    };
+  }
+  return options;
+}
