@@ -1,0 +1,12 @@
+export type { Engine, EngineInfo, EngineLoad } from "./engine.js";
+export type { Tokenizer } from "./tokenizer.js";
+export { ByteTokenizer } from "./byte-tokenizer.js";
+export { loadTokenizer } from "./tokenizer-loader.js";
+export { LlamaCppEngine } from "./llamacpp/llamacpp-engine.js";
+export type { LlamaCppEngineOptions } from "./llamacpp/llamacpp-engine.js";
+export { MockerEngine } from "./mocker/mocker-engine.js";
+export type { MockerEngineOptions } from "./mocker/mocker-engine.js";
+export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "./mocker/timing-model.js";
+export type { TimingModel, TimingProfile } from "./mocker/timing-model.js";
+export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
+export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/model-cache.js";

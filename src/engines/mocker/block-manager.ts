@@ -1,0 +1,105 @@
+import type { KvEvent } from "../../protocol/index.js";
+
+/**
+ * vLLM-like paged KV cache with prefix caching: full blocks are identified by their sequence hash
+ * and shared between requests; blocks nobody uses stay cached until LRU eviction needs the space.
+ * Every change to what is cached is reported as a KV event.
+ */
+export class BlockManager {
+  readonly capacity: number;
+  readonly blockSize: number;
+  /** Reference count of each cached full block (0 = cached but unused, evictable). */
+  readonly #refs = new Map<bigint, number>();
+  /** Unused cached blocks, oldest first (Map keeps insertion order). */
+  readonly #lru = new Map<bigint, true>();
+  /** Blocks held by requests that are not full yet (no hash). */
+  #partialBlocks = 0;
+  readonly #emit: (events: KvEvent[]) => void;
+
+  constructor(capacity: number, blockSize: number, emit: (events: KvEvent[]) => void) {
+    this.capacity = capacity;
+    this.blockSize = blockSize;
+    this.#emit = emit;
+  }
+
+  /** Blocks in use by running requests (full and partial). */
+  get activeBlocks(): number {
+    return this.#refs.size - this.#lru.size + this.#partialBlocks;
+  }
+
+  /** Blocks that could be handed out now (free plus evictable). */
+  get availableBlocks(): number {
+    return this.capacity - this.activeBlocks;
+  }
+
+  /** Leading blocks of `hashes` that are cached. */
+  cachedPrefix(hashes: readonly bigint[]): number {
+    let n = 0;
+    while (n < hashes.length && this.#refs.has(hashes[n] as bigint)) n++;
+    return n;
+  }
+
+  /** Takes a reference on a cached block (a prefix hit). */
+  acquireCached(hash: bigint): void {
+    const count = this.#refs.get(hash);
+    if (count === undefined) throw new Error("acquireCached on a block that is not cached");
+    if (count === 0) this.#lru.delete(hash);
+    this.#refs.set(hash, count + 1);
+  }
+
+  /** Reserves one not-yet-full block; false when the cache is full of blocks in use. */
+  allocatePartial(): boolean {
+    if (!this.#makeRoom()) return false;
+    this.#partialBlocks++;
+    return true;
+  }
+
+  /**
+   * A partial block became full with hash `hash` (child of `parent`). If an identical block is
+   * already cached the two merge and the partial reservation is returned.
+   */
+  commitFull(hash: bigint, parent: bigint | null): void {
+    this.#partialBlocks--;
+    const count = this.#refs.get(hash);
+    if (count !== undefined) {
+      if (count === 0) this.#lru.delete(hash);
+      this.#refs.set(hash, count + 1);
+      return;
+    }
+    this.#refs.set(hash, 1);
+    this.#emit([{ type: "kv-block-stored", parentHash: parent, blockHashes: [hash], blockSize: this.blockSize }]);
+  }
+
+  releasePartial(): void {
+    this.#partialBlocks--;
+  }
+
+  /** Drops a reference; an unused block stays cached (evictable). */
+  release(hash: bigint): void {
+    const count = this.#refs.get(hash);
+    if (count === undefined) return;
+    if (count <= 1) {
+      this.#refs.set(hash, 0);
+      this.#lru.set(hash, true);
+    } else {
+      this.#refs.set(hash, count - 1);
+    }
+  }
+
+  /** Drops every unused cached block. */
+  clear(): void {
+    for (const hash of this.#lru.keys()) this.#refs.delete(hash);
+    this.#lru.clear();
+    this.#emit([{ type: "kv-cache-cleared" }]);
+  }
+
+  #makeRoom(): boolean {
+    if (this.#refs.size + this.#partialBlocks < this.capacity) return true;
+    const oldest = this.#lru.keys().next();
+    if (oldest.done) return false;
+    this.#lru.delete(oldest.value);
+    this.#refs.delete(oldest.value);
+    this.#emit([{ type: "kv-block-removed", blockHashes: [oldest.value] }]);
+    return true;
+  }
+}

@@ -1,0 +1,90 @@
+import { chainBlockHash, localBlockHash } from "../../protocol/index.js";
+import type { BlockManager } from "./block-manager.js";
+
+/** One request inside the mocker: its tokens, how many have KV computed, and the blocks it holds. */
+export class MockSequence {
+  readonly requestId: string;
+  readonly tokens: number[];
+  readonly promptLength: number;
+  readonly maxTokens: number;
+  /** Tokens whose KV is computed. */
+  computed = 0;
+  /** Prompt tokens found in the prefix cache at admission. */
+  cachedTokens = 0;
+  generated = 0;
+  cancelled = false;
+  readonly #fullBlocks: bigint[] = [];
+  #holdsPartial = false;
+
+  constructor(requestId: string, promptTokens: readonly number[], maxTokens: number) {
+    this.requestId = requestId;
+    this.tokens = [...promptTokens];
+    this.promptLength = promptTokens.length;
+    this.maxTokens = maxTokens;
+  }
+
+  /** Tokens still to compute before the next token can be sampled (1 while decoding). */
+  get remaining(): number {
+    return this.tokens.length - this.computed;
+  }
+
+  get blocksHeld(): number {
+    return this.#fullBlocks.length + (this.#holdsPartial ? 1 : 0);
+  }
+
+  /** Takes the cached prefix of the tokens from the cache; returns the tokens it covers. */
+  adoptCachedPrefix(blocks: BlockManager): number {
+    const hashes: bigint[] = [];
+    const fullBlocks = Math.floor((this.tokens.length - 1) / blocks.blockSize);
+    let parent: bigint | undefined;
+    for (let b = 0; b < fullBlocks; b++) {
+      const local = localBlockHash(this.tokens.slice(b * blocks.blockSize, (b + 1) * blocks.blockSize));
+      parent = parent === undefined ? local : chainBlockHash(parent, local);
+      hashes.push(parent);
+    }
+    const hit = blocks.cachedPrefix(hashes);
+    for (let b = 0; b < hit; b++) {
+      const hash = hashes[b] as bigint;
+      blocks.acquireCached(hash);
+      this.#fullBlocks.push(hash);
+    }
+    this.computed = hit * blocks.blockSize;
+    return this.computed;
+  }
+
+  /**
+   * Computes KV for up to `count` more tokens, taking blocks as they fill. Returns how many were
+   * computed; fewer than asked when the cache ran out of blocks.
+   */
+  compute(count: number, blocks: BlockManager): number {
+    let done = 0;
+    while (done < count) {
+      const position = this.computed;
+      if (position % blocks.blockSize === 0 && !this.#holdsPartial) {
+        if (!blocks.allocatePartial()) break;
+        this.#holdsPartial = true;
+      }
+      this.computed++;
+      done++;
+      if (this.computed % blocks.blockSize === 0) {
+        const index = this.computed / blocks.blockSize - 1;
+        const local = localBlockHash(this.tokens.slice(index * blocks.blockSize, this.computed));
+        const parent = this.#fullBlocks[index - 1] ?? null;
+        const hash = parent === null ? local : chainBlockHash(parent, local);
+        blocks.commitFull(hash, parent);
+        this.#fullBlocks.push(hash);
+        this.#holdsPartial = false;
+      }
+    }
+    return done;
+  }
+
+  /** Returns every block to the cache (full blocks stay cached, evictable). */
+  releaseBlocks(blocks: BlockManager): void {
+    for (const hash of this.#fullBlocks) blocks.release(hash);
+    this.#fullBlocks.length = 0;
+    if (this.#holdsPartial) blocks.releasePartial();
+    this.#holdsPartial = false;
+    this.computed = 0;
+  }
+}

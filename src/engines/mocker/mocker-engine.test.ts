@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { GenerateRequest, GenerateResponse, KvEvent, RequestEnd } from "../../protocol/index.js";
+import { VirtualClock } from "../../runtime/index.js";
+import { MockerEngine, type MockerEngineOptions } from "./mocker-engine.js";
+import { polynomialTimingModel } from "./timing-model.js";
+
+function setup(options: MockerEngineOptions = {}) {
+  const clock = new VirtualClock();
+  const engine = new MockerEngine({ clock, blockSize: 4, kvBlocks: 64, ...options });
+  const events: KvEvent[] = [];
+  engine.onKvEvents((batch) => events.push(...batch));
+  return { clock, engine, events };
+}
+
+function request(tokens: number[], maxTokens = 5, requestId = "r"): GenerateRequest {
+  return { type: "generate-request", requestId, model: "m", tokenIds: tokens, sampling: { temperature: 0 }, maxTokens };
+}
+
+async function run(
+  engine: MockerEngine,
+  clock: VirtualClock,
+  req: GenerateRequest,
+  signal = new AbortController().signal,
+): Promise<{ tokens: number[]; end: RequestEnd; firstTokenAt: number }> {
+  const tokens: number[] = [];
+  let end: GenerateResponse | undefined;
+  let firstTokenAt = -1;
+  const consume = (async () => {
+    for await (const item of engine.generate(req, { signal })) {
+      if (item.type === "token-delta") {
+        if (firstTokenAt < 0) firstTokenAt = clock.now();
+        tokens.push(...item.tokenIds);
+      }
+      end = item;
+    }
+  })();
+  consume.catch(() => {}); // awaited below; this only keeps an early failure from counting as unhandled
+  await clock.runUntilIdle();
+  await consume;
+  assert.equal(end?.type, "request-end");
+  return { tokens, end: end as RequestEnd, firstTokenAt };
+}
+
+const prompt = (n: number, offset = 0): number[] => Array.from({ length: n }, (_, i) => 65 + ((i + offset) % 26));
+
+test("generates max_tokens tokens, first token after the modelled prefill time", async () => {
+  const { engine, clock } = setup();
+  const { tokens, end, firstTokenAt } = await run(engine, clock, request(prompt(10), 5));
+  assert.equal(tokens.length, 5);
+  assert.deepEqual([end.finishReason, end.promptTokens, end.completionTokens], ["length", 10, 5]);
+  assert.equal(firstTokenAt, polynomialTimingModel().prefillMs(10));
+});
+
+test("the same prompt gives the same text", async () => {
+  const { engine, clock } = setup();
+  const a = await run(engine, clock, request(prompt(10), 8));
+  const b = await run(engine, clock, request(prompt(10), 8));
+  const c = await run(engine, clock, request(prompt(10, 3), 8));
+  assert.deepEqual(a.tokens, b.tokens);
+  assert.notDeepEqual(a.tokens, c.tokens);
+});
+
+test("a repeated prompt hits the prefix cache and stored events chain by parent hash", async () => {
+  const { engine, clock, events } = setup();
+  await run(engine, clock, request(prompt(13), 1));
+  const stored = events.filter((e) => e.type === "kv-block-stored");
+  assert.equal(stored.length, 3, "13 prompt tokens = 3 full blocks of 4");
+  assert.equal(stored[0]?.type === "kv-block-stored" && stored[0].parentHash, null);
+  assert.equal(stored[1]?.type === "kv-block-stored" && stored[1].parentHash, stored[0]?.type === "kv-block-stored" && stored[0].blockHashes[0]);
+  const again = await run(engine, clock, request(prompt(13), 1));
+  assert.equal(again.end.cachedTokens, 12);
+});
+
+test("a prompt longer than the token budget is prefilled in chunks", async () => {
+  const { engine, clock } = setup({ maxBatchedTokens: 8, timing: { prefillMs: () => 10, decodeMs: () => 1 } });
+  const { firstTokenAt } = await run(engine, clock, request(prompt(30), 1));
+  assert.equal(firstTokenAt, 40, "30 tokens / 8 per step = 4 steps of 10 ms");
+});
+
+test("unused blocks are evicted least recently used first", async () => {
+  const { engine, clock, events } = setup({ kvBlocks: 4 });
+  const a = prompt(9);
+  await run(engine, clock, request(a, 1));
+  await run(engine, clock, request(prompt(13, 5), 1));
+  const removed = events.filter((e) => e.type === "kv-block-removed").flatMap((e) => e.blockHashes);
+  const storedA = events.filter((e) => e.type === "kv-block-stored").slice(0, 2).flatMap((e) => e.blockHashes);
+  assert.deepEqual(removed, storedA);
+});
+
+test("concurrent requests run in one batch and each completes", async () => {
+  const { engine, clock } = setup();
+  const results = await Promise.all([0, 1, 2, 3].map((i) => run(engine, clock, request(prompt(8, i), 6, `r${i}`))));
+  assert.ok(results.every((r) => r.tokens.length === 6));
+  assert.equal(engine.load().activeKvBlocks, 0);
+});
+
+test("aborting ends with cancelled and frees the request's blocks", async () => {
+  const { engine, clock } = setup();
+  const controller = new AbortController();
+  const tokens: number[] = [];
+  let end: GenerateResponse | undefined;
+  const consume = (async () => {
+    for await (const item of engine.generate(request(prompt(8), 1000), { signal: controller.signal })) {
+      if (item.type === "token-delta") {
+        tokens.push(...item.tokenIds);
+        if (tokens.length >= 3) controller.abort();
+      }
+      end = item;
+    }
+  })();
+  await clock.runUntilIdle();
+  await consume;
+  assert.equal(end?.type === "request-end" && end.finishReason, "cancelled");
+  assert.ok(tokens.length < 10);
+  assert.equal(engine.load().activeKvBlocks, 0);
+});
+
+test("a request larger than the whole cache fails with a clear error", async () => {
+  const { engine, clock } = setup({ kvBlocks: 2 });
+  await assert.rejects(run(engine, clock, request(prompt(40), 1)), /more KV blocks than this worker has/);
+});
+
+test("KV pressure preempts the newest request, which still completes", async () => {
+  const { engine, clock } = setup({ kvBlocks: 6 });
+  const results = await Promise.all([0, 1].map((i) => run(engine, clock, request(prompt(8, i), 12, `r${i}`))));
+  assert.ok(results.every((r) => r.tokens.length === 12 && r.end.finishReason === "length"));
+});

@@ -1,0 +1,176 @@
+import {
+  ArmatureError,
+  type FinishReason,
+  type GenerateRequest,
+  type GenerateResponse,
+  type KvEvent,
+} from "../../protocol/index.js";
+import { type Clock, RealClock } from "../../runtime/index.js";
+import { BYTE_SPECIAL_TOKENS, ByteTokenizer } from "../byte-tokenizer.js";
+import type { Engine, EngineInfo, EngineLoad } from "../engine.js";
+import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
+import { BlockManager } from "./block-manager.js";
+import { MockSequence } from "./mock-sequence.js";
+import { MockScheduler } from "./scheduler.js";
+import { MockText } from "./mock-text.js";
+import { polynomialTimingModel, type TimingModel } from "./timing-model.js";
+
+export interface MockerEngineOptions {
+  readonly clock?: Clock;
+  /** KV capacity in blocks. Default 16384 (Dynamo's mocker). */
+  readonly kvBlocks?: number;
+  /** Tokens per block. Default 64. */
+  readonly blockSize?: number;
+  /** Default 8192. */
+  readonly maxBatchedTokens?: number;
+  /** Default 256. */
+  readonly maxSequences?: number;
+  /** Default 32768. */
+  readonly contextLength?: number;
+  /** Divides every modelled duration. Default 1. */
+  readonly speedupRatio?: number;
+  /** Default: Dynamo's polynomial model at `speedupRatio`. */
+  readonly timing?: TimingModel;
+}
+
+interface Pending {
+  tokens: number[];
+  end: FinishReason | "failed" | undefined;
+  wake: (() => void) | undefined;
+}
+
+/**
+ * A simulated vLLM-like engine: real scheduling and prefix caching, modelled time, deterministic
+ * text over the byte tokenizer. It lets routing and scaling be tested with many workers on one
+ * machine, live or in virtual time.
+ */
+export class MockerEngine implements Engine {
+  readonly info: EngineInfo;
+  readonly #blocks: BlockManager;
+  readonly #scheduler: MockScheduler;
+  readonly #pending = new Map<MockSequence, Pending>();
+  readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
+  readonly #text: MockText;
+  #closed = false;
+
+  constructor(options: MockerEngineOptions = {}) {
+    const blockSize = options.blockSize ?? 64;
+    const kvBlocks = options.kvBlocks ?? 16384;
+    this.info = {
+      kind: "mocker",
+      blockSize,
+      totalKvBlocks: kvBlocks,
+      maxBatchedTokens: options.maxBatchedTokens ?? 8192,
+      maxSequences: options.maxSequences ?? 256,
+      contextLength: options.contextLength ?? 32768,
+      tokenizer: { kind: "bytes" },
+      chatTemplate: CHATML_TEMPLATE,
+      eosTokenIds: [ByteTokenizer.endOfText, ByteTokenizer.endOfTurn],
+      bosToken: BYTE_SPECIAL_TOKENS[0],
+      eosToken: BYTE_SPECIAL_TOKENS[0],
+      publishesKvEvents: true,
+    };
+    this.#text = new MockText(new ByteTokenizer());
+    this.#blocks = new BlockManager(kvBlocks, blockSize, (events) => {
+      for (const listener of this.#listeners) listener(events);
+    });
+    this.#scheduler = new MockScheduler({
+      clock: options.clock ?? new RealClock(),
+      blocks: this.#blocks,
+      timing: options.timing ?? polynomialTimingModel(options.speedupRatio ?? 1),
+      maxBatchedTokens: this.info.maxBatchedTokens,
+      maxSequences: this.info.maxSequences,
+      nextToken: (s) => this.#text.tokenAt(s.tokens, s.promptLength, s.generated),
+      onProgress: (s, event) => this.#progress(s, event),
+    });
+  }
+
+  onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  load(): EngineLoad {
+    return {
+      activeRequests: this.#scheduler.runningCount,
+      waitingRequests: this.#scheduler.waitingCount,
+      activeKvBlocks: this.#blocks.activeBlocks,
+      totalKvBlocks: this.info.totalKvBlocks,
+    };
+  }
+
+  async *generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncGenerator<GenerateResponse> {
+    if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
+    if (request.tokenIds.length === 0) throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
+    if (request.tokenIds.length >= this.info.contextLength) {
+      throw new ArmatureError(
+        "PROMPT_TOO_LONG",
+        `the prompt has ${request.tokenIds.length} tokens; this model's context holds ${this.info.contextLength}`,
+        { param: "messages" },
+      );
+    }
+    const maxTokens = Math.max(1, Math.min(request.maxTokens, this.info.contextLength - request.tokenIds.length));
+    const sequence = new MockSequence(request.requestId, request.tokenIds, maxTokens);
+    const pending: Pending = { tokens: [], end: undefined, wake: undefined };
+    this.#pending.set(sequence, pending);
+    const onAbort = (): void => {
+      sequence.cancelled = true;
+      this.#scheduler.poke();
+    };
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    this.#scheduler.enqueue(sequence);
+    try {
+      for (;;) {
+        if (pending.tokens.length === 0 && pending.end === undefined) {
+          await new Promise<void>((resolve) => {
+            pending.wake = resolve;
+          });
+          pending.wake = undefined;
+        }
+        if (pending.tokens.length > 0) {
+          yield { type: "token-delta", tokenIds: pending.tokens.splice(0) };
+          continue;
+        }
+        if (pending.end === "failed") {
+          throw new ArmatureError(
+            this.#closed ? "ENGINE_CLOSED" : "REQUEST_INVALID",
+            this.#closed ? "engine closed" : `the request needs more KV blocks than this worker has (${this.info.totalKvBlocks})`,
+            { retryable: this.#closed },
+          );
+        }
+        const finishReason: FinishReason = sequence.cancelled ? "cancelled" : "length";
+        yield {
+          type: "request-end",
+          finishReason,
+          promptTokens: sequence.promptLength,
+          completionTokens: sequence.generated,
+          cachedTokens: sequence.cachedTokens,
+        };
+        return;
+      }
+    } finally {
+      options.signal.removeEventListener("abort", onAbort);
+      if (pending.end === undefined) onAbort();
+      this.#pending.delete(sequence);
+    }
+  }
+
+  /** Drops every cached block nobody uses (emits `kv-cache-cleared`). */
+  clearCache(): void {
+    this.#blocks.clear();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#scheduler.stop();
+  }
+
+  #progress(sequence: MockSequence, event: "token" | "finished" | "failed"): void {
+    const pending = this.#pending.get(sequence);
+    if (!pending) return;
+    if (event === "token") pending.tokens.push(sequence.tokens.at(-1) as number);
+    else pending.end = event === "failed" ? "failed" : "length";
+    pending.wake?.();
+  }
+}

@@ -1,0 +1,185 @@
+import type { Clock } from "../../runtime/index.js";
+import type { BlockManager } from "./block-manager.js";
+import type { MockSequence } from "./mock-sequence.js";
+import type { TimingModel } from "./timing-model.js";
+
+export interface SchedulerOptions {
+  readonly clock: Clock;
+  readonly blocks: BlockManager;
+  readonly timing: TimingModel;
+  readonly maxBatchedTokens: number;
+  readonly maxSequences: number;
+  /** Called after each step for every sequence that got a new token or ended. */
+  readonly onProgress: (sequence: MockSequence, event: "token" | "finished" | "failed") => void;
+  /** Picks the next token of a sequence (deterministic text). */
+  readonly nextToken: (sequence: MockSequence) => number;
+}
+
+/**
+ * vLLM-v1-like continuous batching: each step spends a token budget on one decode token per
+ * running sequence first, then on prefill chunks (running sequences first, then the waiting queue
+ * in arrival order). Under KV pressure the newest running sequence is preempted (LIFO) and
+ * recomputed later. A step lasts what the timing model says, on the given clock.
+ */
+export class MockScheduler {
+  readonly #o: SchedulerOptions;
+  readonly #waiting: MockSequence[] = [];
+  readonly #running: MockSequence[] = [];
+  #wake: (() => void) | undefined;
+  #stopped = false;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: SchedulerOptions) {
+    this.#o = options;
+  }
+
+  get waitingCount(): number {
+    return this.#waiting.length;
+  }
+
+  get runningCount(): number {
+    return this.#running.length;
+  }
+
+  enqueue(sequence: MockSequence): void {
+    this.#waiting.push(sequence);
+    this.#loop ??= this.#run();
+    this.#wake?.();
+  }
+
+  /** Wakes the loop so a cancelled sequence is dropped at the next step boundary. */
+  poke(): void {
+    this.#wake?.();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      this.#dropCancelled();
+      if (this.#waiting.length === 0 && this.#running.length === 0) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+        continue;
+      }
+      if (!(await this.#step())) {
+        // Nothing could run (every sequence is waiting for blocks): wait for an arrival or a cancel.
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+      }
+    }
+    for (const s of [...this.#running, ...this.#waiting]) {
+      s.releaseBlocks(this.#o.blocks);
+      this.#o.onProgress(s, "failed");
+    }
+  }
+
+  /** Runs one engine step; false when no sequence could make progress. */
+  async #step(): Promise<boolean> {
+    const { blocks, timing } = this.#o;
+    let budget = this.#o.maxBatchedTokens;
+    let prefillTokens = 0;
+    let decodeCount = 0;
+    const stepped = new Set<MockSequence>();
+    // Decode first: one token for every sequence that is past its prefill.
+    for (const s of [...this.#running]) {
+      if (s.remaining !== 1 || s.generated === 0 || budget === 0) continue;
+      let computed = s.compute(1, blocks) === 1;
+      while (!computed && this.#preemptNewest(s)) computed = s.compute(1, blocks) === 1;
+      if (computed) {
+        budget--;
+        decodeCount++;
+        stepped.add(s);
+      }
+    }
+    // Then prefill chunks (and recomputation after preemption): running sequences, then
+    // admissions in arrival order.
+    for (const s of [...this.#running]) {
+      if (budget === 0) break;
+      if (stepped.has(s) || !this.#running.includes(s)) continue;
+      let done = s.compute(Math.min(s.remaining, budget), blocks);
+      while (done === 0 && this.#preemptNewest(s)) done = s.compute(Math.min(s.remaining, budget), blocks);
+      if (done === 0 && this.#running.length === 1) {
+        // Alone and still out of blocks: the request does not fit in the cache.
+        this.#remove(s);
+        this.#o.onProgress(s, "failed");
+        continue;
+      }
+      budget -= done;
+      prefillTokens += done;
+      if (s.remaining === 0) stepped.add(s);
+    }
+    while (budget > 0 && this.#waiting.length > 0 && this.#running.length < this.#o.maxSequences) {
+      const s = this.#waiting[0] as MockSequence;
+      const cached = s.adoptCachedPrefix(blocks);
+      if (s.generated === 0) s.cachedTokens = Math.min(cached, s.promptLength);
+      const done = s.compute(Math.min(s.remaining, budget), blocks);
+      if (done === 0 && s.remaining > 0) {
+        s.releaseBlocks(blocks);
+        if (this.#running.length === 0) {
+          // Nothing will ever free a block for it: the request does not fit in the cache.
+          this.#waiting.shift();
+          this.#o.onProgress(s, "failed");
+        }
+        break;
+      }
+      this.#waiting.shift();
+      this.#running.push(s);
+      budget -= done;
+      prefillTokens += done;
+      if (s.remaining === 0) stepped.add(s);
+    }
+    if (stepped.size === 0 && prefillTokens === 0) return false;
+    const kvUsage = blocks.activeBlocks / blocks.capacity;
+    const stepMs = timing.prefillMs(prefillTokens) + (decodeCount > 0 ? timing.decodeMs(kvUsage) : 0);
+    await this.#o.clock.sleep(stepMs);
+    for (const s of stepped) {
+      if (s.cancelled) continue;
+      s.tokens.push(this.#o.nextToken(s));
+      s.generated++;
+      if (s.generated >= s.maxTokens) this.#finish(s);
+      else this.#o.onProgress(s, "token");
+    }
+    return true;
+  }
+
+  #finish(s: MockSequence): void {
+    this.#remove(s);
+    this.#o.onProgress(s, "token");
+    this.#o.onProgress(s, "finished");
+  }
+
+  #preemptNewest(needing: MockSequence): boolean {
+    const victim = this.#running.at(-1);
+    if (victim === undefined || victim === needing) return false;
+    this.#running.pop();
+    victim.releaseBlocks(this.#o.blocks);
+    this.#waiting.unshift(victim);
+    return true;
+  }
+
+  #dropCancelled(): void {
+    for (const list of [this.#waiting, this.#running]) {
+      for (const s of list.filter((x) => x.cancelled)) {
+        this.#remove(s);
+        this.#o.onProgress(s, "finished");
+      }
+    }
+  }
+
+  #remove(s: MockSequence): void {
+    s.releaseBlocks(this.#o.blocks);
+    for (const list of [this.#waiting, this.#running]) {
+      const at = list.indexOf(s);
+      if (at >= 0) list.splice(at, 1);
+    }
+  }
+}
