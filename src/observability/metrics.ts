@@ -1,0 +1,72 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+type Labels = Record<string, string | number>;
+
+export interface CounterMetric {
+  inc(labels?: Labels, value?: number): void;
+}
+
+export interface GaugeMetric {
+  set(labels: Labels, value: number): void;
+  inc(labels?: Labels, value?: number): void;
+  dec(labels?: Labels, value?: number): void;
+  remove(labels: Labels): void;
+}
+
+export interface HistogramMetric {
+  observe(labels: Labels, value: number): void;
+}
+
+/** Metrics port: components declare metrics through it; the app binds it to prom-client. */
+export interface MetricMeter {
+  counter(name: string, help: string, labelNames?: readonly string[]): CounterMetric;
+  gauge(name: string, help: string, labelNames?: readonly string[]): GaugeMetric;
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): HistogramMetric;
+  /** The Prometheus text exposition of everything declared. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+/** A meter over its own prom-client registry (never the global one), names prefixed. */
+export class PrometheusMeter implements MetricMeter {
+  readonly registry = new Registry();
+  readonly #prefix: string;
+
+  constructor(prefix = "armature_") {
+    this.#prefix = prefix;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  counter(name: string, help: string, labelNames: readonly string[] = []): CounterMetric {
+    const metric = new Counter({ name: this.#prefix + name, help, labelNames, registers: [this.registry] });
+    return { inc: (labels = {}, value = 1) => metric.inc(labels, value) };
+  }
+
+  gauge(name: string, help: string, labelNames: readonly string[] = []): GaugeMetric {
+    const metric = new Gauge({ name: this.#prefix + name, help, labelNames, registers: [this.registry] });
+    return {
+      set: (labels, value) => metric.set(labels, value),
+      inc: (labels = {}, value = 1) => metric.inc(labels, value),
+      dec: (labels = {}, value = 1) => metric.dec(labels, value),
+      remove: (labels) => metric.remove(labels),
+    };
+  }
+
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): HistogramMetric {
+    const metric = new Histogram({
+      name: this.#prefix + name,
+      help,
+      labelNames,
+      buckets: [...buckets],
+      registers: [this.registry],
+    });
+    return { observe: (labels, value) => metric.observe(labels, value) };
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

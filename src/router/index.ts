@@ -1,0 +1,13 @@
+export type { RoutingPolicy } from "./policy.js";
+export type { RouteRequest, WorkerView } from "./worker-view.js";
+export {
+  basicPolicyNames,
+  createBasicPolicy,
+  leastLoadedPolicy,
+  randomPolicy,
+  roundRobinPolicy,
+} from "./basic-policies.js";
+export type { BasicPolicyName } from "./basic-policies.js";
+export { Router } from "./router.js";
+export type { RoutedCall, RouterOptions } from "./router.js";
+export { WorkerSet } from "./worker-set.js";

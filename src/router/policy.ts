@@ -1,0 +1,12 @@
+import type { RouteRequest, WorkerView } from "./worker-view.js";
+
+/**
+ * A routing policy picks one worker among candidates (never empty) for a request. Policies that
+ * learn from traffic (the KV router) also hear when a request is routed and when it ends.
+ */
+export interface RoutingPolicy {
+  readonly name: string;
+  select(candidates: readonly WorkerView[], request: RouteRequest): WorkerView;
+  onRouted?(workerId: string, request: RouteRequest): void;
+  onFinished?(workerId: string, request: RouteRequest): void;
+}

@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MockerEngine } from "../engines/index.js";
+import { silentLogger } from "../observability/index.js";
+import type { GenerateRequest, ModelCard } from "../protocol/index.js";
+import { createEmbeddedRuntime } from "../runtime/index.js";
+import { WorkerHost } from "../worker/index.js";
+import { leastLoadedPolicy, randomPolicy, roundRobinPolicy } from "./basic-policies.js";
+import { Router } from "./router.js";
+import type { WorkerView } from "./worker-view.js";
+
+const card = { name: "m" } as ModelCard;
+const view = (id: string, inflight = 0, kv = 0): WorkerView => ({
+  id,
+  card,
+  inflight,
+  published: { type: "worker-load", workerId: id, activeRequests: 0, waitingRequests: 0, activeKvBlocks: kv, totalKvBlocks: 100 },
+});
+const req = { model: "m", tokenIds: [1, 2, 3] };
+
+test("round-robin visits every worker in turn", () => {
+  const policy = roundRobinPolicy();
+  const workers = [view("b"), view("a"), view("c")];
+  assert.deepEqual(
+    Array.from({ length: 6 }, () => policy.select(workers, req).id),
+    ["a", "b", "c", "a", "b", "c"],
+  );
+});
+
+test("random follows its random source", () => {
+  const values = [0.1, 0.5, 0.9];
+  const policy = randomPolicy(() => values.shift() ?? 0);
+  const workers = [view("a"), view("b"), view("c")];
+  assert.deepEqual([0, 1, 2].map(() => policy.select(workers, req).id), ["a", "b", "c"]);
+});
+
+test("least-loaded prefers fewer in-flight requests, then lower KV usage", () => {
+  const policy = leastLoadedPolicy();
+  assert.equal(policy.select([view("a", 2), view("b", 1), view("c", 3)], req).id, "b");
+  assert.equal(policy.select([view("a", 1, 50), view("b", 1, 10)], req).id, "b");
+  assert.equal(policy.select([view("b", 0, 0), view("a", 0, 0)], req).id, "a");
+});
+
+function generateRequest(model = "m"): GenerateRequest {
+  return { type: "generate-request", requestId: "r", model, tokenIds: [1, 2, 3, 4, 5], sampling: { temperature: 0 }, maxTokens: 3 };
+}
+
+test("the router reaches workers through discovery and the request plane, pinning honoured", async () => {
+  const runtime = createEmbeddedRuntime();
+  const workers = await Promise.all(
+    ["w1", "w2"].map((id) =>
+      WorkerHost.create({ runtime, id, engine: new MockerEngine({ speedupRatio: 1000 }), modelName: "m", logger: silentLogger }),
+    ),
+  );
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger });
+  try {
+    const served: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const call = router.route(generateRequest(), { signal: new AbortController().signal });
+      for await (const _ of call.stream) {
+        /* drain */
+      }
+      served.push(call.workerId);
+    }
+    assert.deepEqual(served, ["w1", "w2", "w1", "w2"]);
+    const pinned = router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "w2" });
+    assert.equal(pinned.workerId, "w2");
+    for await (const _ of pinned.stream) {
+      /* drain */
+    }
+    assert.equal(router.workers.get("w2")?.inflight, 0, "in-flight count released when the stream ends");
+    assert.throws(() => router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "nope" }), {
+      code: "ROUTER_WORKER_NOT_FOUND",
+    });
+    assert.throws(() => router.route(generateRequest("other"), { signal: new AbortController().signal }), {
+      code: "ROUTER_NO_WORKER",
+    });
+  } finally {
+    router.close();
+    await Promise.all(workers.map((w) => w.close(1000)));
+    await runtime.close();
+  }
+});
+
+test("a worker that leaves discovery stops receiving requests", async () => {
+  const runtime = createEmbeddedRuntime();
+  const w1 = await WorkerHost.create({ runtime, id: "w1", engine: new MockerEngine({ speedupRatio: 1000 }), modelName: "m", logger: silentLogger });
+  const w2 = await WorkerHost.create({ runtime, id: "w2", engine: new MockerEngine({ speedupRatio: 1000 }), modelName: "m", logger: silentLogger });
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger });
+  await w1.close(100);
+  const ids = new Set<string>();
+  for (let i = 0; i < 3; i++) {
+    const call = router.route(generateRequest(), { signal: new AbortController().signal });
+    for await (const _ of call.stream) {
+      /* drain */
+    }
+    ids.add(call.workerId);
+  }
+  assert.deepEqual([...ids], ["w2"]);
+  router.close();
+  await w2.close(100);
+  await runtime.close();
+});

@@ -1,0 +1,84 @@
+import type { Logger } from "../observability/index.js";
+import type { ModelCard, WorkerLoad } from "../protocol/index.js";
+import type { Runtime, Unsubscribe } from "../runtime/index.js";
+import { subjects } from "../worker/index.js";
+import type { WorkerView } from "./worker-view.js";
+
+interface Tracked {
+  readonly id: string;
+  readonly card: ModelCard;
+  inflight: number;
+  published: WorkerLoad | undefined;
+}
+
+/**
+ * The live workers of every model, from discovery, with their published load and this router's
+ * own in-flight counts.
+ */
+export class WorkerSet {
+  readonly #workers = new Map<string, Tracked>();
+  readonly #stops: Unsubscribe[] = [];
+  readonly #listeners = new Set<() => void>();
+
+  constructor(runtime: Runtime, logger: Logger) {
+    const log = logger.child({ component: "worker-set" });
+    this.#stops.push(
+      runtime.discovery.watch((event) => {
+        if (event.type === "instance-added") {
+          const previous = this.#workers.get(event.instance.id);
+          this.#workers.set(event.instance.id, {
+            id: event.instance.id,
+            card: event.instance.card,
+            inflight: previous?.inflight ?? 0,
+            published: previous?.published,
+          });
+          log.info({ workerId: event.instance.id, model: event.instance.model }, "worker joined");
+        } else if (this.#workers.delete(event.instanceId)) {
+          log.info({ workerId: event.instanceId }, "worker left");
+        }
+        for (const listener of this.#listeners) listener();
+      }),
+      runtime.events.subscribe(subjects.allLoad, (payload) => {
+        const load = payload as WorkerLoad;
+        const worker = this.#workers.get(load.workerId);
+        if (worker) worker.published = load;
+      }),
+    );
+  }
+
+  /** Workers serving `model`, optionally restricted to a role. */
+  forModel(model: string): WorkerView[] {
+    return [...this.#workers.values()].filter((w) => w.card.name === model);
+  }
+
+  get(id: string): WorkerView | undefined {
+    return this.#workers.get(id);
+  }
+
+  all(): WorkerView[] {
+    return [...this.#workers.values()];
+  }
+
+  /** Distinct model cards, one per served name (the first registered). */
+  models(): ModelCard[] {
+    const byName = new Map<string, ModelCard>();
+    for (const w of this.#workers.values()) if (!byName.has(w.card.name)) byName.set(w.card.name, w.card);
+    return [...byName.values()];
+  }
+
+  /** Calls `listener` whenever a worker joins or leaves. */
+  onChange(listener: () => void): Unsubscribe {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  adjustInflight(id: string, delta: number): void {
+    const worker = this.#workers.get(id);
+    if (worker) worker.inflight = Math.max(0, worker.inflight + delta);
+  }
+
+  close(): void {
+    for (const stop of this.#stops) stop();
+    this.#listeners.clear();
+  }
+}

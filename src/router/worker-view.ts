@@ -1,0 +1,17 @@
+import type { ModelCard, WorkerLoad } from "../protocol/index.js";
+
+/** What a routing policy sees of one worker. */
+export interface WorkerView {
+  readonly id: string;
+  readonly card: ModelCard;
+  /** Requests this router has sent to the worker that have not ended. */
+  readonly inflight: number;
+  /** Last load the worker published, if any. */
+  readonly published: WorkerLoad | undefined;
+}
+
+/** What a policy may look at to choose: the prompt tokens (the KV router hashes them). */
+export interface RouteRequest {
+  readonly model: string;
+  readonly tokenIds: readonly number[];
+}

@@ -1,0 +1,7 @@
+/** Event-plane subjects, one place so publishers and subscribers agree. */
+export const subjects = {
+  kvEvents: (workerId: string): string => `armature.kv_events.${workerId}`,
+  allKvEvents: "armature.kv_events.*",
+  load: (workerId: string): string => `armature.load.${workerId}`,
+  allLoad: "armature.load.*",
+} as const;

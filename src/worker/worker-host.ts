@@ -1,0 +1,178 @@
+import { randomUUID } from "node:crypto";
+import type { Engine } from "../engines/index.js";
+import type { Logger } from "../observability/index.js";
+import {
+  ArmatureError,
+  type GenerateResponse,
+  type KvEvent,
+  type KvEventBatch,
+  type ModelCard,
+  type WorkerLoad,
+  type WorkerRole,
+} from "../protocol/index.js";
+import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
+import { modelCardFor } from "./model-card.js";
+import { asGenerateRequest } from "./request-guard.js";
+import { subjects } from "./subjects.js";
+
+export interface WorkerHostOptions {
+  readonly runtime: Runtime;
+  readonly engine: Engine;
+  /** Served model name. */
+  readonly modelName: string;
+  readonly role?: WorkerRole;
+  readonly logger: Logger;
+  /** Instance id; default a random one. */
+  readonly id?: string;
+  /** Discovery lease TTL. Default 10 s; keep-alives go every third of it. */
+  readonly leaseTtlMs?: number;
+  /** How often load is published even when it does not change. Default 1 s. */
+  readonly loadIntervalMs?: number;
+}
+
+export type WorkerState = "starting" | "running" | "draining" | "stopped";
+
+/**
+ * Hosts one engine: registers it in discovery with its model card, serves generate calls on the
+ * request plane, and publishes its KV events and load on the event plane.
+ */
+export class WorkerHost {
+  readonly id: string;
+  readonly card: ModelCard;
+  #state: WorkerState = "starting";
+  readonly #o: WorkerHostOptions;
+  readonly #log: Logger;
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #stop = new AbortController();
+  #lease: Lease | undefined;
+  #registration: Registration | undefined;
+  #eventId = 0;
+  #unsubscribeKv: (() => void) | undefined;
+  #background: Promise<void>[] = [];
+
+  private constructor(options: WorkerHostOptions) {
+    this.#o = options;
+    this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
+    this.card = modelCardFor(options.engine.info, options.modelName, options.role ?? "aggregated");
+    this.#log = options.logger.child({ component: "worker", workerId: this.id });
+  }
+
+  /** Starts serving and registers; resolves once the worker is routable. */
+  static async create(options: WorkerHostOptions): Promise<WorkerHost> {
+    const host = new WorkerHost(options);
+    await host.#start();
+    return host;
+  }
+
+  get state(): WorkerState {
+    return this.#state;
+  }
+
+  get engine(): Engine {
+    return this.#o.engine;
+  }
+
+  async #start(): Promise<void> {
+    const { runtime, engine } = this.#o;
+    this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
+    this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
+    this.#lease = await runtime.discovery.register(this.#record(), { ttlMs: this.#ttl() });
+    this.#state = "running";
+    this.#background.push(this.#keepAliveLoop(), this.#loadLoop());
+    this.#log.info({ model: this.card.name, engine: this.card.engine, role: this.card.role }, "worker registered");
+  }
+
+  #record(): InstanceRecord {
+    return { id: this.id, role: this.card.role, model: this.card.name, card: this.card };
+  }
+
+  #ttl(): number {
+    return this.#o.leaseTtlMs ?? 10_000;
+  }
+
+  async *#handle(payload: unknown, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
+    if (this.#state !== "running") {
+      throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
+    }
+    const request = asGenerateRequest(payload);
+    let done!: () => void;
+    const tracked = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    this.#inflight.add(tracked);
+    this.#publishLoad();
+    try {
+      yield* this.#o.engine.generate(request, { signal });
+    } finally {
+      this.#inflight.delete(tracked);
+      done();
+      this.#publishLoad();
+    }
+  }
+
+  #publishKv(events: readonly KvEvent[]): void {
+    const batch: KvEventBatch = { type: "kv-event-batch", workerId: this.id, eventId: ++this.#eventId, events };
+    this.#o.runtime.events.publish(subjects.kvEvents(this.id), batch).catch((error: unknown) => {
+      this.#log.warn({ err: error }, "failed to publish KV events");
+    });
+  }
+
+  #publishLoad(): void {
+    const load = this.#o.engine.load();
+    const message: WorkerLoad = { type: "worker-load", workerId: this.id, ...load };
+    this.#o.runtime.events.publish(subjects.load(this.id), message).catch((error: unknown) => {
+      this.#log.warn({ err: error }, "failed to publish load");
+    });
+  }
+
+  async #keepAliveLoop(): Promise<void> {
+    const { clock, discovery } = this.#o.runtime;
+    while (!this.#stop.signal.aborted) {
+      try {
+        await clock.sleep(this.#ttl() / 3, this.#stop.signal);
+        if (this.#lease && !(await this.#lease.keepAlive())) {
+          this.#log.warn("discovery lease expired; registering again");
+          this.#lease = await discovery.register(this.#record(), { ttlMs: this.#ttl() });
+        }
+      } catch (error) {
+        if (this.#stop.signal.aborted) return;
+        this.#log.warn({ err: error }, "lease keep-alive failed; will retry");
+      }
+    }
+  }
+
+  async #loadLoop(): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      try {
+        await this.#o.runtime.clock.sleep(this.#o.loadIntervalMs ?? 1000, this.#stop.signal);
+      } catch {
+        return;
+      }
+      this.#publishLoad();
+    }
+  }
+
+  /**
+   * Stops taking requests, deregisters, lets in-flight requests finish for up to `graceMs`, then
+   * closes the engine (which cancels whatever still runs).
+   */
+  async close(graceMs = 30_000): Promise<void> {
+    if (this.#state === "stopped" || this.#state === "draining") return;
+    this.#state = "draining";
+    this.#log.info({ inflight: this.#inflight.size }, "worker draining");
+    await this.#lease?.revoke();
+    await this.#registration?.close();
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([Promise.all(this.#inflight), grace]);
+    this.#stop.abort();
+    this.#unsubscribeKv?.();
+    await Promise.all(this.#background);
+    await this.#o.engine.close();
+    this.#state = "stopped";
+    this.#log.info("worker stopped");
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
