@@ -32,6 +32,7 @@ test("registers with a model card built from the engine", async () => {
     ["m", "aggregated", 64, 16384, 8192],
   );
   await worker.close();
+  await runtime.close();
   assert.deepEqual(await runtime.discovery.list(), [], "deregistered on close");
 });
 
@@ -54,6 +55,7 @@ test("streams token deltas and publishes numbered KV events and load", async () 
   );
   assert.ok(loads.length > 0 && loads.every((l) => l.workerId === "w1" && l.totalKvBlocks === 16384));
   await worker.close();
+  await runtime.close();
 });
 
 test("a caller that cancels stops the generation on the worker", async () => {
@@ -68,6 +70,7 @@ test("a caller that cancels stops the generation on the worker", async () => {
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual([engine.load().activeRequests, engine.load().activeKvBlocks], [0, 0]);
   await worker.close();
+  await runtime.close();
 });
 
 test("closing drains in-flight requests and refuses new ones", async () => {
@@ -91,4 +94,5 @@ test("closing drains in-flight requests and refuses new ones", async () => {
   const end = items.at(-1);
   assert.equal(end?.type === "request-end" && end.finishReason, "length");
   assert.equal(worker.state, "stopped");
+  await runtime.close();
 });
