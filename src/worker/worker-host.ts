@@ -160,11 +160,11 @@ export class WorkerHost {
     if (this.#state === "stopped" || this.#state === "draining") return;
     this.#state = "draining";
     this.#log.info({ inflight: this.#inflight.size }, "worker draining");
+    this.#stop.abort();
     await this.#lease?.revoke();
     await this.#registration?.close();
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.#inflight), grace]);
-    this.#stop.abort();
     this.#unsubscribeKv?.();
     await Promise.all(this.#background);
     await this.#o.engine.close();

@@ -1,0 +1,65 @@
+import { basename } from "node:path";
+import { type Engine, ensureTinyModel, LlamaCppEngine, MockerEngine } from "../engines/index.js";
+import { Frontend } from "../frontend/index.js";
+import { type Logger, PrometheusMeter } from "../observability/index.js";
+import { createBasicPolicy, Router } from "../router/index.js";
+import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
+import { WorkerHost } from "../worker/index.js";
+import type { ServeOptions } from "./serve-options.js";
+
+/** Frontend, router and workers in one process on the embedded runtime. */
+export interface EmbeddedDeployment {
+  readonly frontend: Frontend;
+  readonly workers: readonly WorkerHost[];
+  readonly runtime: Runtime;
+  readonly modelName: string;
+  /** Drains HTTP, then workers, then the runtime. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startEmbeddedDeployment(options: ServeOptions, logger: Logger): Promise<EmbeddedDeployment> {
+  const runtime = createEmbeddedRuntime({
+    onEventHandlerError: (error, subject) => logger.error({ err: error, subject }, "event handler failed"),
+  });
+  const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
+  const modelName =
+    options.modelName ?? (modelPath ? basename(modelPath).replace(/\.gguf$/i, "").replace(/-v\d+$/, "") : "armature-mocker");
+  const workers: WorkerHost[] = [];
+  try {
+    for (let i = 0; i < options.workers; i++) {
+      const engine: Engine = modelPath
+        ? await LlamaCppEngine.create({
+            modelPath,
+            sequences: options.sequences,
+            contextSizePerSequence: options.contextSize,
+            ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+          })
+        : new MockerEngine({ speedupRatio: options.speedupRatio, ...(options.blockSize ? { blockSize: options.blockSize } : {}) });
+      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger }));
+    }
+  } catch (error) {
+    await Promise.all(workers.map((w) => w.close(0)));
+    await runtime.close();
+    throw error;
+  }
+  const router = new Router({ runtime, policy: createBasicPolicy(options.router), logger });
+  const frontend = await Frontend.create({
+    router,
+    meter: new PrometheusMeter(),
+    logger,
+    host: options.host,
+    port: options.port,
+  });
+  return {
+    frontend,
+    workers,
+    runtime,
+    modelName,
+    async close(graceMs = 30_000) {
+      await frontend.close(graceMs);
+      router.close();
+      await Promise.all(workers.map((w) => w.close(graceMs)));
+      await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { resolve } from "node:path";
+import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
+import { createLogger } from "../observability/index.js";
+import { isArmatureError } from "../protocol/index.js";
+import { startEmbeddedDeployment } from "./embedded-deployment.js";
+import { resolveServeOptions, serveUsage } from "./serve-options.js";
+
+const USAGE = `armature — serve large language models with an OpenAI-compatible API
+
+usage:
+  armature serve [flags]          frontend + router + workers in one process (--help for flags)
+  armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
+`;
+
+/** Runs the CLI; returns the process exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "serve":
+        if (rest.includes("--help") || rest.includes("-h")) {
+          process.stdout.write(`${serveUsage()}\n`);
+          return 0;
+        }
+        return await serve(rest);
+      case "model":
+        return await model(rest);
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        process.stdout.write(USAGE);
+        return command === undefined ? 1 : 0;
+      default:
+        process.stderr.write(`armature: unknown command '${command}'\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (error) {
+    process.stderr.write(`armature: ${isArmatureError(error) ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+async function serve(argv: readonly string[]): Promise<number> {
+  const options = resolveServeOptions(argv);
+  const logger = createLogger({ level: options.logLevel });
+  const deployment = await startEmbeddedDeployment(options, logger);
+  process.stdout.write(
+    `armature serving model '${deployment.modelName}' (${options.engine}, ${options.workers} worker${options.workers > 1 ? "s" : ""}) at ${deployment.frontend.url}/v1\n`,
+  );
+  await new Promise<void>((resolveSignal) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      logger.info({ signal, inflight: deployment.frontend.inflightRequests }, "draining");
+      resolveSignal();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+  await deployment.close();
+  process.stdout.write("armature stopped\n");
+  return 0;
+}
+
+async function model(argv: readonly string[]): Promise<number> {
+  const [kind, flag, value] = argv;
+  if (kind !== "tiny") {
+    process.stderr.write("usage: armature model tiny [--out FILE]\n");
+    return 2;
+  }
+  if (flag === "--out" && value) {
+    const path = resolve(value);
+    await writeTinyModel(path);
+    process.stdout.write(`${path}\n`);
+    return 0;
+  }
+  if (flag !== undefined) {
+    process.stderr.write("usage: armature model tiny [--out FILE]\n");
+    return 2;
+  }
+  process.stdout.write(`${await ensureTinyModel()}\n`);
+  return 0;
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { ArmatureError } from "../protocol/index.js";
+import { basicPolicyNames, type BasicPolicyName } from "../router/index.js";
+
+/** `armature serve` settings, after flags, `ARMATURE_*` variables and the config file are merged. */
+export interface ServeOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly engine: "llamacpp" | "mocker";
+  readonly model: string | undefined;
+  readonly modelName: string | undefined;
+  readonly workers: number;
+  readonly blockSize: number | undefined;
+  readonly router: BasicPolicyName;
+  readonly speedupRatio: number;
+  readonly sequences: number;
+  readonly contextSize: number;
+  readonly logLevel: string;
+}
+
+interface Setting {
+  readonly type: "string" | "integer" | "number";
+  readonly env: string;
+  readonly help: string;
+  readonly choices?: readonly string[];
+}
+
+/** Every serve flag, its environment twin and its meaning; the config file uses the flag names. */
+export const serveSettings: Record<string, Setting> = {
+  host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
+  port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  engine: { type: "string", env: "ARMATURE_ENGINE", help: "llamacpp | mocker (default llamacpp)", choices: ["llamacpp", "mocker"] },
+  model: { type: "string", env: "ARMATURE_MODEL", help: "path of a GGUF model (default: the generated tiny model)" },
+  "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
+  workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
+  "block-size": { type: "integer", env: "ARMATURE_BLOCK_SIZE", help: "tokens per KV block (default 16 llamacpp, 64 mocker)" },
+  router: { type: "string", env: "ARMATURE_ROUTER", help: "round-robin | random | least-loaded (default round-robin)", choices: basicPolicyNames },
+  "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
+  sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
+  "context-size": { type: "integer", env: "ARMATURE_CONTEXT_SIZE", help: "llamacpp: tokens per sequence (default 2048)" },
+  "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
+};
+
+export function serveUsage(): string {
+  const lines = Object.entries(serveSettings).map(([flag, s]) => `  --${flag.padEnd(15)} ${s.help}  [${s.env}]`);
+  return ["usage: armature serve [flags]", "", ...lines, `  --${"config".padEnd(15)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`].join("\n");
+}
+
+/** Merges flags over environment over config file over defaults, and checks every value. */
+export function resolveServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      ...Object.fromEntries(Object.keys(serveSettings).map((k) => [k, { type: "string" as const }])),
+      config: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const configPath = (values.config as string | undefined) ?? env.ARMATURE_CONFIG;
+  const config = configPath ? readConfig(configPath) : {};
+  const raw = (flag: string): string | undefined => {
+    const setting = serveSettings[flag] as Setting;
+    const fromFlag = (values as Record<string, string | undefined>)[flag];
+    const fromConfig = config[flag];
+    return fromFlag ?? env[setting.env] ?? (fromConfig === undefined ? undefined : String(fromConfig));
+  };
+  const str = (flag: string): string | undefined => {
+    const value = raw(flag);
+    const choices = serveSettings[flag]?.choices;
+    if (value !== undefined && choices && !choices.includes(value)) {
+      throw configError(flag, `must be one of ${choices.join(", ")}, got '${value}'`);
+    }
+    return value;
+  };
+  const num = (flag: string, integer: boolean, min: number): number | undefined => {
+    const value = raw(flag);
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min) {
+      throw configError(flag, `must be ${integer ? "an integer" : "a number"} ≥ ${min}, got '${value}'`);
+    }
+    return n;
+  };
+  return {
+    host: str("host") ?? "127.0.0.1",
+    port: num("port", true, 0) ?? 8000,
+    engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
+    model: str("model"),
+    modelName: str("model-name"),
+    workers: num("workers", true, 1) ?? 1,
+    blockSize: num("block-size", true, 1),
+    router: (str("router") as BasicPolicyName | undefined) ?? "round-robin",
+    speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
+    sequences: num("sequences", true, 1) ?? 4,
+    contextSize: num("context-size", true, 16) ?? 2048,
+    logLevel: str("log-level") ?? "info",
+  };
+}
+
+function readConfig(path: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(readFileSync(path, "utf8")) as unknown;
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not a JSON object");
+    const unknown = Object.keys(parsed).filter((k) => !(k in serveSettings));
+    if (unknown.length > 0) throw new Error(`unknown keys ${unknown.join(", ")}; keys are the flag names`);
+    return parsed as Record<string, unknown>;
+  } catch (cause) {
+    throw new ArmatureError("CONFIG_INVALID", `config file ${path}: ${(cause as Error).message}`, { cause });
+  }
+}
+
+function configError(flag: string, problem: string): ArmatureError {
+  const setting = serveSettings[flag] as Setting;
+  return new ArmatureError("CONFIG_INVALID", `--${flag} (${setting.env}) ${problem}`);
+}

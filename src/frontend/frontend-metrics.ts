@@ -1,0 +1,141 @@
+import type { CounterMetric, GaugeMetric, HistogramMetric, MetricMeter } from "../observability/index.js";
+import type { WorkerView } from "../router/index.js";
+
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const ITL_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 131072];
+
+export interface RequestOutcome {
+  readonly endpoint: "chat_completions" | "completions";
+  readonly requestType: "stream" | "unary";
+  readonly status: "success" | "error";
+  readonly errorType?: string | undefined;
+  readonly inputTokens?: number | undefined;
+  readonly outputTokens?: number | undefined;
+  readonly cachedTokens?: number | undefined;
+}
+
+/** Tracks one request's latencies as its tokens arrive. */
+export class RequestTimer {
+  readonly #metrics: FrontendMetrics;
+  readonly #model: string;
+  readonly #startedAt = performance.now();
+  #lastTokenAt: number | undefined;
+  #finished = false;
+
+  constructor(metrics: FrontendMetrics, model: string) {
+    this.#metrics = metrics;
+    this.#model = model;
+    metrics.inflight.inc({ model });
+  }
+
+  onTokens(count: number): void {
+    const now = performance.now();
+    if (this.#lastTokenAt === undefined) {
+      this.#metrics.ttft.observe({ model: this.#model }, (now - this.#startedAt) / 1000);
+    } else if (count > 0) {
+      const perToken = (now - this.#lastTokenAt) / 1000 / count;
+      for (let i = 0; i < count; i++) this.#metrics.itl.observe({ model: this.#model }, perToken);
+    }
+    this.#lastTokenAt = now;
+  }
+
+  finish(outcome: RequestOutcome): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const m = this.#metrics;
+    const model = this.#model;
+    m.inflight.dec({ model });
+    m.requests.inc({
+      model,
+      endpoint: outcome.endpoint,
+      request_type: outcome.requestType,
+      status: outcome.status,
+      error_type: outcome.errorType ?? "",
+    });
+    m.duration.observe({ model }, (performance.now() - this.#startedAt) / 1000);
+    if (outcome.inputTokens !== undefined) m.inputTokens.observe({ model }, outcome.inputTokens);
+    if (outcome.outputTokens !== undefined) {
+      m.outputTokens.observe({ model }, outcome.outputTokens);
+      m.outputTokensTotal.inc({ model }, outcome.outputTokens);
+    }
+    if (outcome.cachedTokens !== undefined) m.cachedTokens.observe({ model }, outcome.cachedTokens);
+  }
+}
+
+/** The frontend's Prometheus metrics, named after Dynamo's `dynamo_frontend_*` family. */
+export class FrontendMetrics {
+  readonly requests: CounterMetric;
+  readonly inflight: GaugeMetric;
+  readonly ttft: HistogramMetric;
+  readonly itl: HistogramMetric;
+  readonly duration: HistogramMetric;
+  readonly inputTokens: HistogramMetric;
+  readonly outputTokens: HistogramMetric;
+  readonly outputTokensTotal: CounterMetric;
+  readonly cachedTokens: HistogramMetric;
+  readonly disconnected: CounterMetric;
+  readonly #workerBlocks: GaugeMetric;
+  readonly #workerRequests: GaugeMetric;
+  readonly #modelKvBlocks: GaugeMetric;
+  readonly #modelContext: GaugeMetric;
+  readonly #modelBlockSize: GaugeMetric;
+  #knownWorkers = new Set<string>();
+
+  constructor(meter: MetricMeter) {
+    const p = "frontend_";
+    this.requests = meter.counter(`${p}requests_total`, "Requests handled, by endpoint, type and outcome", [
+      "model",
+      "endpoint",
+      "request_type",
+      "status",
+      "error_type",
+    ]);
+    this.inflight = meter.gauge(`${p}inflight_requests`, "Requests being served now", ["model"]);
+    this.ttft = meter.histogram(`${p}time_to_first_token_seconds`, "Time from request arrival to the first token", ["model"], LATENCY_BUCKETS);
+    this.itl = meter.histogram(`${p}inter_token_latency_seconds`, "Time between consecutive output tokens", ["model"], ITL_BUCKETS);
+    this.duration = meter.histogram(`${p}request_duration_seconds`, "Time from request arrival to its last byte", ["model"], DURATION_BUCKETS);
+    this.inputTokens = meter.histogram(`${p}input_sequence_tokens`, "Prompt length in tokens", ["model"], TOKEN_BUCKETS);
+    this.outputTokens = meter.histogram(`${p}output_sequence_tokens`, "Completion length in tokens", ["model"], TOKEN_BUCKETS);
+    this.outputTokensTotal = meter.counter(`${p}output_tokens_total`, "Completion tokens generated", ["model"]);
+    this.cachedTokens = meter.histogram(`${p}cached_tokens`, "Prompt tokens served from a worker's prefix cache", ["model"], TOKEN_BUCKETS);
+    this.disconnected = meter.counter(`${p}disconnected_clients`, "Clients that went away before their response ended");
+    this.#workerBlocks = meter.gauge(`${p}worker_active_decode_blocks`, "KV blocks in use on each worker, as it last reported", [
+      "worker_id",
+      "worker_type",
+    ]);
+    this.#workerRequests = meter.gauge(`${p}worker_inflight_requests`, "Requests this frontend has in flight on each worker", [
+      "worker_id",
+      "worker_type",
+    ]);
+    this.#modelKvBlocks = meter.gauge(`${p}model_total_kv_blocks`, "KV capacity of one worker of the model, in blocks", ["model"]);
+    this.#modelContext = meter.gauge(`${p}model_context_length`, "Context length of the model, in tokens", ["model"]);
+    this.#modelBlockSize = meter.gauge(`${p}model_kv_cache_block_size`, "Tokens per KV block", ["model"]);
+  }
+
+  startRequest(model: string): RequestTimer {
+    return new RequestTimer(this, model);
+  }
+
+  /** Refreshes the per-worker and per-model gauges; called before each scrape. */
+  refreshWorkers(workers: readonly WorkerView[]): void {
+    const now = new Set<string>();
+    for (const w of workers) {
+      const labels = { worker_id: w.id, worker_type: w.card.role };
+      now.add(JSON.stringify(labels));
+      this.#workerBlocks.set(labels, w.published?.activeKvBlocks ?? 0);
+      this.#workerRequests.set(labels, w.inflight);
+      this.#modelKvBlocks.set({ model: w.card.name }, w.card.totalKvBlocks);
+      this.#modelContext.set({ model: w.card.name }, w.card.contextLength);
+      this.#modelBlockSize.set({ model: w.card.name }, w.card.blockSize);
+    }
+    for (const gone of this.#knownWorkers) {
+      if (now.has(gone)) continue;
+      const labels = JSON.parse(gone) as Record<string, string>;
+      this.#workerBlocks.remove(labels);
+      this.#workerRequests.remove(labels);
+    }
+    this.#knownWorkers = now;
+  }
+}

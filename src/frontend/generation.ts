@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
+import type { Router } from "../router/index.js";
+import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
+import type { ModelPipeline } from "./model-pipelines.js";
+import type { CommonParams } from "./requests/common-params.js";
+import { StopMatcher } from "./stop-matcher.js";
+
+export interface Usage {
+  readonly prompt_tokens: number;
+  readonly completion_tokens: number;
+  readonly total_tokens: number;
+  readonly prompt_tokens_details: { readonly cached_tokens: number };
+}
+
+export type GenerationEvent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "end"; readonly finishReason: "stop" | "length"; readonly usage: Usage };
+
+/** Hooks for latency metrics, called as token deltas arrive from the worker. */
+export interface GenerationObserver {
+  onTokens(count: number): void;
+}
+
+export interface Generation {
+  readonly workerId: string;
+  readonly promptTokens: number;
+  /** Text deltas (never splitting a character, never leaking past a stop string), then one end. */
+  readonly events: AsyncIterable<GenerationEvent>;
+}
+
+export interface GenerationInput {
+  readonly pipeline: ModelPipeline;
+  readonly tokenIds: readonly number[];
+  readonly params: CommonParams;
+  readonly signal: AbortSignal;
+  readonly observer: GenerationObserver;
+}
+
+/**
+ * Routes a tokenized request to a worker and turns its token stream into text events. Resolves
+ * once the worker produced its first response, so failures before any output reject here (and
+ * become plain HTTP errors) rather than in the middle of a stream.
+ */
+export async function startGeneration(router: Router, input: GenerationInput): Promise<Generation> {
+  const { pipeline, tokenIds, params } = input;
+  const request: GenerateRequest = {
+    type: "generate-request",
+    requestId: randomUUID(),
+    model: params.model,
+    tokenIds,
+    sampling: params.sampling,
+    maxTokens: resolveMaxTokens(pipeline, tokenIds.length, params.maxTokens),
+    ignoreEos: params.ignoreEos,
+    constraint: params.constraint,
+  };
+  const call = router.route(request, { signal: input.signal, pinnedWorkerId: params.pinnedWorkerId });
+  const upstream = call.stream[Symbol.asyncIterator]();
+  let first: IteratorResult<GenerateResponse>;
+  try {
+    first = await upstream.next();
+  } catch (error) {
+    await upstream.return?.();
+    throw error;
+  }
+  return {
+    workerId: call.workerId,
+    promptTokens: tokenIds.length,
+    events: textEvents(first, upstream, input, tokenIds.length),
+  };
+}
+
+function resolveMaxTokens(pipeline: ModelPipeline, promptTokens: number, asked: number | undefined): number {
+  const room = pipeline.card.contextLength - promptTokens;
+  if (room <= 0) {
+    throw new ArmatureError(
+      "PROMPT_TOO_LONG",
+      `This model's maximum context length is ${pipeline.card.contextLength} tokens; the prompt has ${promptTokens}. Shorten the messages.`,
+      { param: "messages" },
+    );
+  }
+  if (asked === undefined) return room;
+  if (asked > room) {
+    throw new ArmatureError(
+      "REQUEST_INVALID",
+      `max_tokens is too large: ${asked}. This model's maximum context length is ${pipeline.card.contextLength} tokens and the prompt has ${promptTokens}; ask for at most ${room}.`,
+      { param: "max_tokens" },
+    );
+  }
+  return asked;
+}
+
+async function* textEvents(
+  first: IteratorResult<GenerateResponse>,
+  upstream: AsyncIterator<GenerateResponse>,
+  input: GenerationInput,
+  promptTokens: number,
+): AsyncGenerator<GenerationEvent> {
+  const detokenizer = new IncrementalDetokenizer(input.pipeline.tokenizer);
+  const stops = new StopMatcher(input.params.stop);
+  let received = 0;
+  let cached = 0;
+  let finishReason: "stop" | "length" = "stop";
+  let ended = false;
+  let stoppedByString = false;
+  try {
+    let next = first;
+    while (!next.done) {
+      const item = next.value;
+      if (item.type === "token-delta") {
+        received += item.tokenIds.length;
+        input.observer.onTokens(item.tokenIds.length);
+        const { text, stopped } = stops.push(detokenizer.push(item.tokenIds));
+        if (text !== "") yield { type: "text", text };
+        if (stopped) {
+          finishReason = "stop";
+          stoppedByString = true;
+          break;
+        }
+      } else {
+        ended = true;
+        cached = item.cachedTokens;
+        if (item.finishReason === "error") {
+          throw new ArmatureError("ENGINE_FAILED", item.error?.message ?? "the worker failed this request");
+        }
+        if (item.finishReason === "cancelled") return;
+        finishReason = item.finishReason;
+        const rest = stops.push(detokenizer.flush());
+        const tail = rest.stopped ? rest.text : rest.text + stops.flush();
+        if (tail !== "") yield { type: "text", text: tail };
+        break;
+      }
+      next = await upstream.next();
+    }
+    if (!ended && !stoppedByString) {
+      throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
+    }
+  } finally {
+    if (!ended) await upstream.return?.();
+  }
+  yield {
+    type: "end",
+    finishReason,
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: received,
+      total_tokens: promptTokens + received,
+      prompt_tokens_details: { cached_tokens: cached },
+    },
+  };
+}

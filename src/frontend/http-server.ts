@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger, MetricMeter } from "../observability/index.js";
+import { ArmatureError } from "../protocol/index.js";
+import type { Router } from "../router/index.js";
+import { FrontendMetrics } from "./frontend-metrics.js";
+import { toHttpError } from "./http-errors.js";
+import { sendJson } from "./http-io.js";
+import { ModelPipelines } from "./model-pipelines.js";
+import { handleCompletions } from "./routes/completions-route.js";
+import { handleHealth, handleLive, handleMetrics, handleModels } from "./routes/info-routes.js";
+
+export interface FrontendOptions {
+  readonly router: Router;
+  readonly meter: MetricMeter;
+  readonly logger: Logger;
+  readonly host?: string;
+  /** 0 picks a free port. Default 8000. */
+  readonly port?: number;
+  /** Largest accepted request body. Default 32 MiB. */
+  readonly bodyLimitBytes?: number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The OpenAI-compatible HTTP server. */
+export class Frontend {
+  readonly #server: Server;
+  readonly #o: FrontendOptions;
+  readonly #metrics: FrontendMetrics;
+  readonly #pipelines: ModelPipelines;
+  readonly #log: Logger;
+  readonly #inflight = new Set<Promise<void>>();
+  readonly #startedAt = Date.now();
+
+  private constructor(options: FrontendOptions) {
+    this.#o = options;
+    this.#log = options.logger.child({ component: "frontend" });
+    this.#metrics = new FrontendMetrics(options.meter);
+    this.#pipelines = new ModelPipelines(options.router.workers);
+    this.#server = createServer((req, res) => {
+      const handling = this.#dispatch(req, res).catch((error: unknown) => {
+        this.#log.error({ err: error }, "unhandled error in request handler");
+        if (!res.headersSent) sendJson(res, 500, toHttpError(error).body);
+        else res.destroy();
+      });
+      this.#inflight.add(handling);
+      void handling.finally(() => this.#inflight.delete(handling));
+    });
+    this.#server.keepAliveTimeout = 65_000;
+  }
+
+  /** Starts listening; resolves with the frontend once the port is bound. */
+  static async create(options: FrontendOptions): Promise<Frontend> {
+    const frontend = new Frontend(options);
+    await new Promise<void>((resolve, reject) => {
+      frontend.#server.once("error", reject);
+      frontend.#server.listen(options.port ?? 8000, options.host ?? "127.0.0.1", () => {
+        frontend.#server.off("error", reject);
+        resolve();
+      });
+    });
+    return frontend;
+  }
+
+  /** The bound address, e.g. `http://127.0.0.1:8000`. */
+  get url(): string {
+    const address = this.#server.address() as AddressInfo;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    return `http://${host}:${address.port}`;
+  }
+
+  get inflightRequests(): number {
+    return this.#inflight.size;
+  }
+
+  async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const incoming = req.headers["x-request-id"];
+    const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const headers = { "x-request-id": requestId };
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const route = `${req.method} ${path}`;
+    const deps = {
+      router: this.#o.router,
+      pipelines: this.#pipelines,
+      metrics: this.#metrics,
+      logger: this.#log,
+      bodyLimitBytes: this.#o.bodyLimitBytes ?? 32 * 1024 * 1024,
+    };
+    switch (route) {
+      case "POST /v1/chat/completions":
+        return handleCompletions("chat", req, res, requestId, deps);
+      case "POST /v1/completions":
+        return handleCompletions("text", req, res, requestId, deps);
+      case "GET /v1/models":
+        return handleModels(res, this.#o.router, this.#startedAt, headers);
+      case "GET /health":
+        return handleHealth(res, this.#o.router, headers);
+      case "GET /live":
+        return handleLive(res, headers);
+      case "GET /metrics":
+        return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
+      default: {
+        const known = ["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/live", "/metrics"].includes(path);
+        const error = new ArmatureError("REQUEST_INVALID", known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`);
+        const http = toHttpError(error);
+        req.resume();
+        sendJson(res, known ? 405 : 404, http.body, headers);
+      }
+    }
+  }
+
+  /** Stops accepting connections, waits up to `graceMs` for in-flight requests, then closes the rest. */
+  async close(graceMs = 30_000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeIdleConnections();
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([Promise.all(this.#inflight), grace]);
+    this.#server.closeAllConnections();
+    await closed;
+  }
+}

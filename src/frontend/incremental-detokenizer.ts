@@ -1,0 +1,38 @@
+import type { Tokenizer } from "../engines/index.js";
+
+/**
+ * Turns a token stream into text deltas without ever splitting a UTF-8 character: text whose
+ * decoding still ends in U+FFFD waits for the next token (vLLM's prefix/read offset scheme), so
+ * concatenated deltas equal decoding all tokens at once.
+ */
+export class IncrementalDetokenizer {
+  readonly #tokenizer: Tokenizer;
+  readonly #tokens: number[] = [];
+  #prefixOffset = 0;
+  #readOffset = 0;
+
+  constructor(tokenizer: Tokenizer) {
+    this.#tokenizer = tokenizer;
+  }
+
+  /** Adds tokens; returns the text that became final (possibly ""). */
+  push(tokenIds: readonly number[]): string {
+    for (const t of tokenIds) this.#tokens.push(t);
+    const prefixText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset, this.#readOffset));
+    const fullText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset));
+    if (fullText.length > prefixText.length && !fullText.endsWith("\uFFFD")) {
+      this.#prefixOffset = this.#readOffset;
+      this.#readOffset = this.#tokens.length;
+      return fullText.slice(prefixText.length);
+    }
+    return "";
+  }
+
+  /** Text still held back at the end of the stream (incomplete characters decode as U+FFFD). */
+  flush(): string {
+    const prefixText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset, this.#readOffset));
+    const fullText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset));
+    this.#prefixOffset = this.#readOffset = this.#tokens.length;
+    return fullText.slice(prefixText.length);
+  }
+}

@@ -1,0 +1,77 @@
+import type { Usage } from "./generation.js";
+
+/** Builders for OpenAI response objects and stream chunks, chat and legacy completions. */
+export interface ResponseIdentity {
+  readonly id: string;
+  readonly created: number;
+  readonly model: string;
+}
+
+export type FinishReason = "stop" | "length";
+
+export const chatFormat = {
+  response(idn: ResponseIdentity, text: string, finishReason: FinishReason, usage: Usage) {
+    return {
+      id: idn.id,
+      object: "chat.completion" as const,
+      created: idn.created,
+      model: idn.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant" as const, content: text, refusal: null },
+          logprobs: null,
+          finish_reason: finishReason,
+        },
+      ],
+      usage,
+    };
+  },
+
+  chunk(idn: ResponseIdentity, delta: Record<string, unknown>, finishReason: FinishReason | null, withUsageField: boolean) {
+    return {
+      id: idn.id,
+      object: "chat.completion.chunk" as const,
+      created: idn.created,
+      model: idn.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      ...(withUsageField ? { usage: null } : {}),
+    };
+  },
+
+  firstDelta: { role: "assistant", content: "" } as Record<string, unknown>,
+  textDelta: (text: string): Record<string, unknown> => ({ content: text }),
+  finalDelta: {} as Record<string, unknown>,
+
+  usageChunk(idn: ResponseIdentity, usage: Usage) {
+    return { id: idn.id, object: "chat.completion.chunk" as const, created: idn.created, model: idn.model, choices: [], usage };
+  },
+};
+
+export const completionFormat = {
+  response(idn: ResponseIdentity, text: string, finishReason: FinishReason, usage: Usage) {
+    return {
+      id: idn.id,
+      object: "text_completion" as const,
+      created: idn.created,
+      model: idn.model,
+      choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
+      usage,
+    };
+  },
+
+  chunk(idn: ResponseIdentity, text: string, finishReason: FinishReason | null, withUsageField: boolean) {
+    return {
+      id: idn.id,
+      object: "text_completion" as const,
+      created: idn.created,
+      model: idn.model,
+      choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
+      ...(withUsageField ? { usage: null } : {}),
+    };
+  },
+
+  usageChunk(idn: ResponseIdentity, usage: Usage) {
+    return { id: idn.id, object: "text_completion" as const, created: idn.created, model: idn.model, choices: [], usage };
+  },
+};

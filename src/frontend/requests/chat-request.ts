@@ -1,0 +1,50 @@
+import { asObject, invalid } from "./field-checks.js";
+import { type CommonParams, parseCommonParams } from "./common-params.js";
+
+export interface ChatMessage {
+  readonly role: string;
+  readonly content: string;
+}
+
+export interface ChatRequest extends CommonParams {
+  readonly kind: "chat";
+  readonly messages: readonly ChatMessage[];
+}
+
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
+
+/** Validates a `POST /v1/chat/completions` body. */
+export function parseChatRequest(raw: unknown): ChatRequest {
+  const body = asObject(raw, "body");
+  const messages = body.messages;
+  if (!Array.isArray(messages)) throw invalid("messages", "'messages' is required and must be an array");
+  if (messages.length === 0) throw invalid("messages", "'messages' must hold at least one message");
+  const common = parseCommonParams(body, ["max_tokens", "max_completion_tokens"]);
+  return { kind: "chat", ...common, messages: messages.map((m, i) => parseMessage(m, i)) };
+}
+
+function parseMessage(value: unknown, index: number): ChatMessage {
+  const param = `messages[${index}]`;
+  const message = asObject(value, param);
+  if (typeof message.role !== "string" || !ROLES.has(message.role)) {
+    throw invalid(`${param}.role`, `'${param}.role' must be one of ${[...ROLES].join(", ")}`);
+  }
+  return { role: message.role, content: parseContent(message.content, `${param}.content`, message.role) };
+}
+
+function parseContent(value: unknown, param: string, role: string): string {
+  if (typeof value === "string") return value;
+  if ((value === null || value === undefined) && role === "assistant") return "";
+  if (Array.isArray(value)) {
+    return value
+      .map((part, i) => {
+        const p = asObject(part, `${param}[${i}]`);
+        if (p.type !== "text" || typeof p.text !== "string") {
+          throw invalid(`${param}[${i}]`, `'${param}[${i}]' must be a text part ({"type":"text","text":…}); this model takes text only`);
+        }
+        return p.text;
+      })
+      .join("");
+  }
+  throw invalid(param, `'${param}' must be a string or an array of text parts`);
+}

@@ -1,0 +1,94 @@
+import { ArmatureError, type ResponseConstraint, type SamplingOptions } from "../../protocol/index.js";
+import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
+
+/** Everything both completion endpoints accept besides the prompt itself. */
+export interface CommonParams {
+  readonly model: string;
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+  /** As asked; `undefined` means "as many as the context allows". */
+  readonly maxTokens: number | undefined;
+  readonly sampling: SamplingOptions;
+  readonly stop: readonly string[];
+  readonly constraint: ResponseConstraint | undefined;
+  readonly ignoreEos: boolean;
+  /** `nvext.backend_instance_id`: serve on this worker. */
+  readonly pinnedWorkerId: string | undefined;
+}
+
+/** Validates the shared fields; throws `REQUEST_INVALID`/`NOT_SUPPORTED` naming the field. */
+export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]): CommonParams {
+  const model = requiredString(body, "model");
+  const stream = optionalBoolean(body, "stream") ?? false;
+  const n = optionalNumber(body, "n", { integer: true, min: 1 });
+  if (n !== undefined && n > 1) {
+    throw new ArmatureError("NOT_SUPPORTED", "'n' greater than 1 is not supported yet; send n separate requests", { param: "n" });
+  }
+  let maxTokens: number | undefined;
+  for (const key of maxTokensKeys) {
+    const value = optionalNumber(body, key, { integer: true, min: 1 });
+    if (value !== undefined) maxTokens = value;
+  }
+  const streamOptions = body.stream_options;
+  let includeUsage = false;
+  if (streamOptions !== undefined && streamOptions !== null) {
+    if (!stream) throw invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    includeUsage = optionalBoolean(asObject(streamOptions, "stream_options"), "include_usage") ?? false;
+  }
+  const topK = optionalNumber(body, "top_k", { integer: true, min: -1 });
+  const sampling: SamplingOptions = {
+    temperature: optionalNumber(body, "temperature", { min: 0, max: 2 }) ?? 1,
+    topP: optionalNumber(body, "top_p", { min: 0, max: 1 }),
+    topK: topK === -1 ? undefined : topK,
+    minP: optionalNumber(body, "min_p", { min: 0, max: 1 }),
+    seed: optionalNumber(body, "seed", { integer: true }),
+    presencePenalty: optionalNumber(body, "presence_penalty", { min: -2, max: 2 }),
+    frequencyPenalty: optionalNumber(body, "frequency_penalty", { min: -2, max: 2 }),
+    repetitionPenalty: optionalNumber(body, "repetition_penalty", { min: 0 }),
+  };
+  return {
+    model,
+    stream,
+    includeUsage,
+    maxTokens,
+    sampling,
+    stop: parseStop(body.stop),
+    constraint: parseResponseFormat(body.response_format),
+    ignoreEos: optionalBoolean(body, "ignore_eos") ?? false,
+    pinnedWorkerId: parseNvext(body.nvext),
+  };
+}
+
+function parseStop(value: unknown): string[] {
+  if (value === undefined || value === null) return [];
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value) && value.length <= 4 && value.every((s) => typeof s === "string")) return value as string[];
+  throw invalid("stop", "'stop' must be a string or an array of at most 4 strings");
+}
+
+function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
+  if (value === undefined || value === null) return undefined;
+  const format = asObject(value, "response_format");
+  switch (format.type) {
+    case "text":
+      return undefined;
+    case "json_object":
+      return { type: "json_object" };
+    case "json_schema": {
+      const spec = asObject(format.json_schema, "response_format.json_schema");
+      const schema = asObject(spec.schema ?? {}, "response_format.json_schema.schema");
+      return { type: "json_schema", schema };
+    }
+    default:
+      throw invalid("response_format.type", "'response_format.type' must be one of text, json_object, json_schema");
+  }
+}
+
+function parseNvext(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const nvext = asObject(value, "nvext");
+  const id = nvext.backend_instance_id;
+  if (id === undefined || id === null) return undefined;
+  if (typeof id !== "string" || id === "") throw invalid("nvext.backend_instance_id", "'nvext.backend_instance_id' must be a worker id string");
+  return id;
+}

@@ -1,0 +1,163 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../observability/index.js";
+import { ArmatureError } from "../../protocol/index.js";
+import type { Router } from "../../router/index.js";
+import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
+import { type Generation, startGeneration, type Usage } from "../generation.js";
+import { toHttpError } from "../http-errors.js";
+import { readJsonBody, sendJson } from "../http-io.js";
+import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
+import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity } from "../openai-format.js";
+import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
+import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
+import { SseWriter } from "../sse-writer.js";
+
+export interface CompletionsRouteDeps {
+  readonly router: Router;
+  readonly pipelines: ModelPipelines;
+  readonly metrics: FrontendMetrics;
+  readonly logger: Logger;
+  readonly bodyLimitBytes: number;
+}
+
+type Kind = "chat" | "text";
+
+/** `POST /v1/chat/completions` and `POST /v1/completions`: one flow, two formats. */
+export async function handleCompletions(
+  kind: Kind,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  deps: CompletionsRouteDeps,
+): Promise<void> {
+  const endpoint = kind === "chat" ? "chat_completions" : "completions";
+  const log = deps.logger.child({ requestId, endpoint });
+  const baseHeaders: Record<string, string> = { "x-request-id": requestId };
+  let timer: RequestTimer | undefined;
+  let stream = false;
+  const controller = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) {
+      controller.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
+      deps.metrics.disconnected.inc();
+      log.info("client disconnected; generation cancelled");
+    }
+  });
+  try {
+    const raw = await readJsonBody(req, deps.bodyLimitBytes);
+    const request = kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
+    stream = request.stream;
+    timer = deps.metrics.startRequest(request.model);
+    const pipeline = await deps.pipelines.get(request.model);
+    const tokenIds = promptTokens(request, pipeline);
+    const generation = await startGeneration(deps.router, {
+      pipeline,
+      tokenIds,
+      params: request,
+      signal: controller.signal,
+      observer: timer,
+    });
+    const headers = { ...baseHeaders, "x-armature-worker": generation.workerId };
+    const idn: ResponseIdentity = {
+      id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${requestId}`,
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+    };
+    log.debug({ model: request.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
+    const usage = request.stream
+      ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log)
+      : await unaryResponse(kind, generation, idn, res, headers);
+    timer.finish({
+      endpoint,
+      requestType: stream ? "stream" : "unary",
+      status: usage ? "success" : "error",
+      errorType: usage ? undefined : controller.signal.aborted ? "cancelled" : "internal",
+      inputTokens: tokenIds.length,
+      outputTokens: usage?.completion_tokens,
+      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+    });
+  } catch (error) {
+    const http = toHttpError(error);
+    if (http.status >= 500) log.error({ err: error }, "request failed");
+    else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
+    (timer ?? deps.metrics.startRequest("unknown")).finish({
+      endpoint,
+      requestType: stream ? "stream" : "unary",
+      status: "error",
+      errorType: http.errorType,
+    });
+    if (!res.headersSent && !res.destroyed) sendJson(res, http.status, http.body, baseHeaders);
+  }
+}
+
+function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelPipeline): number[] {
+  if (request.kind === "chat") return pipeline.tokenize(pipeline.renderChat(request.messages));
+  if ("text" in request.prompt) return pipeline.tokenize(request.prompt.text);
+  const vocab = pipeline.tokenizer.vocabSize;
+  const bad = request.prompt.tokenIds.find((t) => t >= vocab);
+  if (bad !== undefined) {
+    throw new ArmatureError("REQUEST_INVALID", `token id ${bad} is outside this model's vocabulary (0..${vocab - 1})`, { param: "prompt" });
+  }
+  return [...request.prompt.tokenIds];
+}
+
+async function unaryResponse(
+  kind: Kind,
+  generation: Generation,
+  idn: ResponseIdentity,
+  res: ServerResponse,
+  headers: Record<string, string>,
+): Promise<Usage | undefined> {
+  let text = "";
+  for await (const event of generation.events) {
+    if (event.type === "text") text += event.text;
+    else {
+      const body =
+        kind === "chat"
+          ? chatFormat.response(idn, text, event.finishReason, event.usage)
+          : completionFormat.response(idn, text, event.finishReason, event.usage);
+      sendJson(res, 200, body, headers);
+      return event.usage;
+    }
+  }
+  return undefined;
+}
+
+async function streamResponse(
+  kind: Kind,
+  generation: Generation,
+  idn: ResponseIdentity,
+  includeUsage: boolean,
+  res: ServerResponse,
+  headers: Record<string, string>,
+  log: Logger,
+): Promise<Usage | undefined> {
+  const sse = new SseWriter(res, headers);
+  const chunk = (text: string | null, finish: FinishReason | null): unknown =>
+    kind === "chat"
+      ? chatFormat.chunk(idn, text === null ? (finish ? chatFormat.finalDelta : chatFormat.firstDelta) : chatFormat.textDelta(text), finish, includeUsage)
+      : completionFormat.chunk(idn, text ?? "", finish, includeUsage);
+  try {
+    if (kind === "chat") await sse.send(chunk(null, null));
+    for await (const event of generation.events) {
+      if (sse.closed) return undefined;
+      if (event.type === "text") {
+        await sse.send(chunk(event.text, null));
+        continue;
+      }
+      await sse.send(chunk(null, event.finishReason));
+      if (includeUsage) {
+        await sse.send(kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage));
+      }
+      await sse.done();
+      return event.usage;
+    }
+    return undefined;
+  } catch (error) {
+    const http = toHttpError(error);
+    log.error({ err: error }, "stream failed after it started");
+    await sse.send({ error: http.body.error });
+    await sse.done();
+    return undefined;
+  }
+}

@@ -1,0 +1,46 @@
+import type { ServerResponse } from "node:http";
+import type { MetricMeter } from "../../observability/index.js";
+import type { Router } from "../../router/index.js";
+import type { FrontendMetrics } from "../frontend-metrics.js";
+import { sendJson } from "../http-io.js";
+
+/** `GET /v1/models`: every model some worker serves now. */
+export function handleModels(res: ServerResponse, router: Router, startedAt: number, headers: Record<string, string>): void {
+  const data = router.workers.models().map((card) => ({
+    id: card.name,
+    object: "model" as const,
+    created: Math.floor(startedAt / 1000),
+    owned_by: "armature",
+  }));
+  sendJson(res, 200, { object: "list", data }, headers);
+}
+
+/** `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered. */
+export function handleHealth(res: ServerResponse, router: Router, headers: Record<string, string>): void {
+  const instances = router.workers.all().map((w) => ({ id: w.id, role: w.card.role, model: w.card.name }));
+  sendJson(
+    res,
+    200,
+    instances.length > 0 ? { status: "healthy", instances } : { status: "unhealthy", message: "No endpoints available", instances },
+    headers,
+  );
+}
+
+/** `GET /live`: the process answers. */
+export function handleLive(res: ServerResponse, headers: Record<string, string>): void {
+  sendJson(res, 200, { status: "live" }, headers);
+}
+
+/** `GET /metrics`: Prometheus text format. */
+export async function handleMetrics(
+  res: ServerResponse,
+  meter: MetricMeter,
+  metrics: FrontendMetrics,
+  router: Router,
+  headers: Record<string, string>,
+): Promise<void> {
+  metrics.refreshWorkers(router.workers.all());
+  const body = await meter.render();
+  res.writeHead(200, { ...headers, "content-type": meter.contentType, "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}

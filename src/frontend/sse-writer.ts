@@ -1,0 +1,40 @@
+import { once } from "node:events";
+import type { ServerResponse } from "node:http";
+
+/** Writes a data-only SSE stream, honouring backpressure and stopping when the client leaves. */
+export class SseWriter {
+  readonly #res: ServerResponse;
+
+  constructor(res: ServerResponse, headers: Record<string, string>) {
+    this.#res = res;
+    res.writeHead(200, {
+      ...headers,
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+    res.flushHeaders();
+  }
+
+  get closed(): boolean {
+    return this.#res.destroyed || this.#res.writableEnded;
+  }
+
+  /** Sends one `data:` event; waits while the socket's buffer is full. */
+  async send(data: unknown): Promise<void> {
+    await this.#write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  }
+
+  /** Sends `data: [DONE]` and ends the response. */
+  async done(): Promise<void> {
+    await this.#write("data: [DONE]\n\n");
+    this.#res.end();
+  }
+
+  async #write(text: string): Promise<void> {
+    if (this.closed) return;
+    if (!this.#res.write(text)) {
+      await Promise.race([once(this.#res, "drain"), once(this.#res, "close")]);
+    }
+  }
+}
