@@ -136,7 +136,9 @@ async function* textEvents(
       throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
     }
   } finally {
-    if (!ended) await upstream.return?.();
+    // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,
+    // the in-flight count) runs only when it is resumed or returned.
+    await upstream.return?.();
   }
   yield {
     type: "end",

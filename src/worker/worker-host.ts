@@ -102,7 +102,14 @@ export class WorkerHost {
     this.#inflight.add(tracked);
     this.#publishLoad();
     try {
-      yield* this.#o.engine.generate(request, { signal });
+      for await (const response of this.#o.engine.generate(request, { signal })) {
+        if (response.type === "request-end") {
+          // Done once the end exists, even if the caller never resumes this generator.
+          this.#inflight.delete(tracked);
+          done();
+        }
+        yield response;
+      }
     } finally {
       this.#inflight.delete(tracked);
       done();

@@ -127,3 +127,18 @@ test("a prompt as long as the context is refused with PROMPT_TOO_LONG", async ()
     (e: unknown) => (e as { code?: string }).code === "PROMPT_TOO_LONG",
   );
 });
+
+// Regression: a caller that read the request-end but never resumed the stream kept its sequence
+// busy, and after `sequences` such requests every later request waited forever.
+test("a caller that abandons the stream after request-end does not hold a sequence", async () => {
+  for (let i = 0; i < 6; i++) {
+    const iterator = engine.generate(request(`abandoned ${i}`, { maxTokens: 2 }), { signal: new AbortController().signal })[Symbol.asyncIterator]();
+    for (;;) {
+      const { value } = await iterator.next();
+      if (value?.type === "request-end") break;
+    }
+  }
+  assert.equal(engine.load().activeRequests, 0);
+  const { end } = await collect(request("still served", { maxTokens: 2 }));
+  assert.equal(end.finishReason, "length");
+});

@@ -141,22 +141,21 @@ export class LlamaCppEngine implements Engine {
     if (options.signal.aborted) onAbort();
     this.#inflight.add(controller);
     let slot: SequenceSlot | undefined;
+    let last: GenerateResponse;
     try {
       try {
         slot = await this.#slots.acquire(tokens, controller.signal);
       } catch (error) {
-        if (controller.signal.aborted) {
-          yield end("cancelled", tokens.length, 0, 0);
-          return;
-        }
-        throw error;
+        if (!controller.signal.aborted) throw error;
       }
-      yield* this.#run(slot, request, grammar, controller.signal);
+      last = slot ? yield* this.#run(slot, request, grammar, controller.signal) : end("cancelled", tokens.length, 0, 0);
     } finally {
       options.signal.removeEventListener("abort", onAbort);
       this.#inflight.delete(controller);
       if (slot) this.#slots.release(slot);
     }
+    // The sequence is free before the caller sees the end, whether or not it reads on.
+    yield last;
   }
 
   async *#run(
@@ -164,7 +163,7 @@ export class LlamaCppEngine implements Engine {
     request: GenerateRequest,
     grammar: LlamaGrammar | undefined,
     signal: AbortSignal,
-  ): AsyncGenerator<GenerateResponse> {
+  ): AsyncGenerator<GenerateResponse, GenerateResponse> {
     const tokens = request.tokenIds;
     const sequence = slot.sequence;
     // Keep at least one prompt token to evaluate: the next token's logits come from it.
@@ -199,7 +198,7 @@ export class LlamaCppEngine implements Engine {
       }
     }
     if (generated.length === 0) this.#emit(this.#tracker.update(slot.index, tokens));
-    yield end(finish, tokens.length, generated.length, reused);
+    return end(finish, tokens.length, generated.length, reused);
   }
 
   async close(): Promise<void> {
