@@ -23,7 +23,12 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   });
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
-    options.modelName ?? (modelPath ? basename(modelPath).replace(/\.gguf$/i, "").replace(/-v\d+$/, "") : "armature-mocker");
+    options.modelName ??
+    (modelPath
+      ? basename(modelPath)
+          .replace(/\.gguf$/i, "")
+          .replace(/-v\d+$/, "")
+      : "armature-mocker");
   const workers: WorkerHost[] = [];
   try {
     for (let i = 0; i < options.workers; i++) {
@@ -34,7 +39,10 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
             contextSizePerSequence: options.contextSize,
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           })
-        : new MockerEngine({ speedupRatio: options.speedupRatio, ...(options.blockSize ? { blockSize: options.blockSize } : {}) });
+        : new MockerEngine({
+            speedupRatio: options.speedupRatio,
+            ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+          });
       workers.push(await WorkerHost.create({ runtime, engine, modelName, logger }));
     }
   } catch (error) {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ArmatureError } from "../protocol/index.js";
-import { basicPolicyNames, type BasicPolicyName } from "../router/index.js";
+import { type BasicPolicyName, basicPolicyNames } from "../router/index.js";
 
 /** `armature serve` settings, after flags, `ARMATURE_*` variables and the config file are merged. */
 export interface ServeOptions {
@@ -30,12 +30,22 @@ interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
-  engine: { type: "string", env: "ARMATURE_ENGINE", help: "llamacpp | mocker (default llamacpp)", choices: ["llamacpp", "mocker"] },
+  engine: {
+    type: "string",
+    env: "ARMATURE_ENGINE",
+    help: "llamacpp | mocker (default llamacpp)",
+    choices: ["llamacpp", "mocker"],
+  },
   model: { type: "string", env: "ARMATURE_MODEL", help: "path of a GGUF model (default: the generated tiny model)" },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
   "block-size": { type: "integer", env: "ARMATURE_BLOCK_SIZE", help: "tokens per KV block (default 16 llamacpp, 64 mocker)" },
-  router: { type: "string", env: "ARMATURE_ROUTER", help: "round-robin | random | least-loaded (default round-robin)", choices: basicPolicyNames },
+  router: {
+    type: "string",
+    env: "ARMATURE_ROUTER",
+    help: "round-robin | random | least-loaded (default round-robin)",
+    choices: basicPolicyNames,
+  },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
   sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
   "context-size": { type: "integer", env: "ARMATURE_CONTEXT_SIZE", help: "llamacpp: tokens per sequence (default 2048)" },
@@ -44,7 +54,12 @@ export const serveSettings: Record<string, Setting> = {
 
 export function serveUsage(): string {
   const lines = Object.entries(serveSettings).map(([flag, s]) => `  --${flag.padEnd(15)} ${s.help}  [${s.env}]`);
-  return ["usage: armature serve [flags]", "", ...lines, `  --${"config".padEnd(15)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`].join("\n");
+  return [
+    "usage: armature serve [flags]",
+    "",
+    ...lines,
+    `  --${"config".padEnd(15)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`,
+  ].join("\n");
 }
 
 /** Merges flags over environment over config file over defaults, and checks every value. */

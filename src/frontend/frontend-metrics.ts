@@ -93,13 +93,33 @@ export class FrontendMetrics {
       "error_type",
     ]);
     this.inflight = meter.gauge(`${p}inflight_requests`, "Requests being served now", ["model"]);
-    this.ttft = meter.histogram(`${p}time_to_first_token_seconds`, "Time from request arrival to the first token", ["model"], LATENCY_BUCKETS);
-    this.itl = meter.histogram(`${p}inter_token_latency_seconds`, "Time between consecutive output tokens", ["model"], ITL_BUCKETS);
-    this.duration = meter.histogram(`${p}request_duration_seconds`, "Time from request arrival to its last byte", ["model"], DURATION_BUCKETS);
+    this.ttft = meter.histogram(
+      `${p}time_to_first_token_seconds`,
+      "Time from request arrival to the first token",
+      ["model"],
+      LATENCY_BUCKETS,
+    );
+    this.itl = meter.histogram(
+      `${p}inter_token_latency_seconds`,
+      "Time between consecutive output tokens",
+      ["model"],
+      ITL_BUCKETS,
+    );
+    this.duration = meter.histogram(
+      `${p}request_duration_seconds`,
+      "Time from request arrival to its last byte",
+      ["model"],
+      DURATION_BUCKETS,
+    );
     this.inputTokens = meter.histogram(`${p}input_sequence_tokens`, "Prompt length in tokens", ["model"], TOKEN_BUCKETS);
     this.outputTokens = meter.histogram(`${p}output_sequence_tokens`, "Completion length in tokens", ["model"], TOKEN_BUCKETS);
     this.outputTokensTotal = meter.counter(`${p}output_tokens_total`, "Completion tokens generated", ["model"]);
-    this.cachedTokens = meter.histogram(`${p}cached_tokens`, "Prompt tokens served from a worker's prefix cache", ["model"], TOKEN_BUCKETS);
+    this.cachedTokens = meter.histogram(
+      `${p}cached_tokens`,
+      "Prompt tokens served from a worker's prefix cache",
+      ["model"],
+      TOKEN_BUCKETS,
+    );
     this.disconnected = meter.counter(`${p}disconnected_clients`, "Clients that went away before their response ended");
     this.#workerBlocks = meter.gauge(`${p}worker_active_decode_blocks`, "KV blocks in use on each worker, as it last reported", [
       "worker_id",
@@ -109,7 +129,9 @@ export class FrontendMetrics {
       "worker_id",
       "worker_type",
     ]);
-    this.#modelKvBlocks = meter.gauge(`${p}model_total_kv_blocks`, "KV capacity of one worker of the model, in blocks", ["model"]);
+    this.#modelKvBlocks = meter.gauge(`${p}model_total_kv_blocks`, "KV capacity of one worker of the model, in blocks", [
+      "model",
+    ]);
     this.#modelContext = meter.gauge(`${p}model_context_length`, "Context length of the model, in tokens", ["model"]);
     this.#modelBlockSize = meter.gauge(`${p}model_kv_cache_block_size`, "Tokens per KV block", ["model"]);
   }

@@ -39,7 +39,9 @@ export function toHttpError(error: unknown): HttpError {
     return {
       status: 500,
       errorType: "internal",
-      body: { error: { message: "internal error; the server log has the details", type: "internal_error", param: null, code: null } },
+      body: {
+        error: { message: "internal error; the server log has the details", type: "internal_error", param: null, code: null },
+      },
     };
   }
   const m = mapping[error.code];

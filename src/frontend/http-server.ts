@@ -103,7 +103,10 @@ export class Frontend {
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
         const known = ["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/live", "/metrics"].includes(path);
-        const error = new ArmatureError("REQUEST_INVALID", known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`);
+        const error = new ArmatureError(
+          "REQUEST_INVALID",
+          known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`,
+        );
         const http = toHttpError(error);
         req.resume();
         sendJson(res, known ? 405 : 404, http.body, headers);

@@ -1,3 +1,3 @@
-export { Frontend } from "./http-server.js";
-export type { FrontendOptions } from "./http-server.js";
 export { toHttpError } from "./http-errors.js";
+export type { FrontendOptions } from "./http-server.js";
+export { Frontend } from "./http-server.js";

@@ -26,10 +26,14 @@ export class ModelPipeline {
         eos_token: this.card.eosToken ?? "",
       });
     } catch (cause) {
-      throw new ArmatureError("REQUEST_INVALID", `the model's chat template rejected these messages: ${(cause as Error).message}`, {
-        cause,
-        param: "messages",
-      });
+      throw new ArmatureError(
+        "REQUEST_INVALID",
+        `the model's chat template rejected these messages: ${(cause as Error).message}`,
+        {
+          cause,
+          param: "messages",
+        },
+      );
     }
   }
 

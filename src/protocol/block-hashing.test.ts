@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { hashBlocks, localBlockHash } from "./block-hashing.js";
 import { xxh3 } from "@node-rs/xxhash";
+import { hashBlocks, localBlockHash } from "./block-hashing.js";
 
 // Vectors published with Dynamo's kv-router (lib/kv-router/src/protocols.rs tests).
 test("reproduces Dynamo's published block hash vectors", () => {

@@ -31,11 +31,7 @@ export interface BlockHashes {
 }
 
 /** Hashes the full blocks of a token sequence; a trailing partial block is ignored. */
-export function hashBlocks(
-  tokens: ArrayLike<number>,
-  blockSize: number,
-  loraName?: string,
-): BlockHashes {
+export function hashBlocks(tokens: ArrayLike<number>, blockSize: number, loraName?: string): BlockHashes {
   const seed = loraSeed(loraName);
   const local: bigint[] = [];
   const sequence: bigint[] = [];

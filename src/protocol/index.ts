@@ -1,4 +1,7 @@
-export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
+export type { BlockHashes } from "./block-hashing.js";
+export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
+export type { ErrorCode } from "./errors.js";
+export { ArmatureError, isArmatureError } from "./errors.js";
 export type {
   FinishReason,
   GenerateRequest,
@@ -16,7 +19,4 @@ export type {
   KvEventBatch,
   WorkerLoad,
 } from "./kv-events.js";
-export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
-export type { BlockHashes } from "./block-hashing.js";
-export { ArmatureError, isArmatureError } from "./errors.js";
-export type { ErrorCode } from "./errors.js";
+export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";

@@ -2,9 +2,7 @@
 export type WorkerRole = "aggregated" | "prefill" | "decode";
 
 /** Where a frontend finds the tokenizer for a model, without loading the weights. */
-export type TokenizerSource =
-  | { readonly kind: "gguf"; readonly path: string }
-  | { readonly kind: "bytes" };
+export type TokenizerSource = { readonly kind: "gguf"; readonly path: string } | { readonly kind: "bytes" };
 
 /**
  * What a worker tells the world about the model it serves (Dynamo's Model Deployment Card).

@@ -42,7 +42,14 @@ export function leastLoadedPolicy(): RoutingPolicy {
       let bestScore = score(best);
       for (const w of candidates.slice(1)) {
         const s = score(w);
-        const better = s[0] !== bestScore[0] ? s[0] < bestScore[0] : s[1] !== bestScore[1] ? s[1] < bestScore[1] : s[2] !== bestScore[2] ? s[2] < bestScore[2] : w.id < best.id;
+        const better =
+          s[0] !== bestScore[0]
+            ? s[0] < bestScore[0]
+            : s[1] !== bestScore[1]
+              ? s[1] < bestScore[1]
+              : s[2] !== bestScore[2]
+                ? s[2] < bestScore[2]
+                : w.id < best.id;
         if (better) {
           best = w;
           bestScore = s;

@@ -1,5 +1,4 @@
-export type { RoutingPolicy } from "./policy.js";
-export type { RouteRequest, WorkerView } from "./worker-view.js";
+export type { BasicPolicyName } from "./basic-policies.js";
 export {
   basicPolicyNames,
   createBasicPolicy,
@@ -7,7 +6,8 @@ export {
   randomPolicy,
   roundRobinPolicy,
 } from "./basic-policies.js";
-export type { BasicPolicyName } from "./basic-policies.js";
-export { Router } from "./router.js";
+export type { RoutingPolicy } from "./policy.js";
 export type { RoutedCall, RouterOptions } from "./router.js";
+export { Router } from "./router.js";
 export { WorkerSet } from "./worker-set.js";
+export type { RouteRequest, WorkerView } from "./worker-view.js";

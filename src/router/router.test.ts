@@ -31,7 +31,10 @@ test("random follows its random source", () => {
   const values = [0.1, 0.5, 0.9];
   const policy = randomPolicy(() => values.shift() ?? 0);
   const workers = [view("a"), view("b"), view("c")];
-  assert.deepEqual([0, 1, 2].map(() => policy.select(workers, req).id), ["a", "b", "c"]);
+  assert.deepEqual(
+    [0, 1, 2].map(() => policy.select(workers, req).id),
+    ["a", "b", "c"],
+  );
 });
 
 test("least-loaded prefers fewer in-flight requests, then lower KV usage", () => {
@@ -42,7 +45,14 @@ test("least-loaded prefers fewer in-flight requests, then lower KV usage", () =>
 });
 
 function generateRequest(model = "m"): GenerateRequest {
-  return { type: "generate-request", requestId: "r", model, tokenIds: [1, 2, 3, 4, 5], sampling: { temperature: 0 }, maxTokens: 3 };
+  return {
+    type: "generate-request",
+    requestId: "r",
+    model,
+    tokenIds: [1, 2, 3, 4, 5],
+    sampling: { temperature: 0 },
+    maxTokens: 3,
+  };
 }
 
 test("the router reaches workers through discovery and the request plane, pinning honoured", async () => {
@@ -84,8 +94,20 @@ test("the router reaches workers through discovery and the request plane, pinnin
 
 test("a worker that leaves discovery stops receiving requests", async () => {
   const runtime = createEmbeddedRuntime();
-  const w1 = await WorkerHost.create({ runtime, id: "w1", engine: new MockerEngine({ speedupRatio: 1000 }), modelName: "m", logger: silentLogger });
-  const w2 = await WorkerHost.create({ runtime, id: "w2", engine: new MockerEngine({ speedupRatio: 1000 }), modelName: "m", logger: silentLogger });
+  const w1 = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ speedupRatio: 1000 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  const w2 = await WorkerHost.create({
+    runtime,
+    id: "w2",
+    engine: new MockerEngine({ speedupRatio: 1000 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
   const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger });
   await w1.close(100);
   const ids = new Set<string>();

@@ -22,9 +22,7 @@ export type DiscoveryEvent =
   | { readonly type: "instance-added"; readonly instance: InstanceRecord }
   | { readonly type: "instance-removed"; readonly instanceId: string };
 
-export interface Unsubscribe {
-  (): void;
-}
+export type Unsubscribe = () => void;
 
 /**
  * Who is alive. Embedded: an in-memory registry. Distributed: etcd leases and watches.

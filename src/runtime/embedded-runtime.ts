@@ -16,13 +16,13 @@ export interface Runtime {
 }
 
 /** Everything in one process, no infrastructure: the default of `armature serve`. */
-export function createEmbeddedRuntime(options: { clock?: Clock; onEventHandlerError?: (e: unknown, subject: string) => void } = {}): Runtime {
+export function createEmbeddedRuntime(
+  options: { clock?: Clock; onEventHandlerError?: (e: unknown, subject: string) => void } = {},
+): Runtime {
   const clock = options.clock ?? new RealClock();
   const discovery = new MemoryDiscovery({ clock });
   const requests = new MemoryRequestPlane();
-  const events = new MemoryEventPlane(
-    options.onEventHandlerError ? { onHandlerError: options.onEventHandlerError } : {},
-  );
+  const events = new MemoryEventPlane(options.onEventHandlerError ? { onHandlerError: options.onEventHandlerError } : {});
   return {
     clock,
     discovery,

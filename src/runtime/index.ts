@@ -1,11 +1,11 @@
-export { RealClock, VirtualClock } from "./clock.js";
 export type { Clock } from "./clock.js";
+export { RealClock, VirtualClock } from "./clock.js";
 export type { Discovery, DiscoveryEvent, InstanceRecord, Lease, Unsubscribe } from "./discovery.js";
+export type { Runtime } from "./embedded-runtime.js";
+export { createEmbeddedRuntime } from "./embedded-runtime.js";
 export type { EventPlane } from "./event-plane.js";
 export { subjectMatches } from "./event-plane.js";
-export type { Registration, RequestContext, RequestHandler, RequestPlane } from "./request-plane.js";
 export { MemoryDiscovery } from "./memory/memory-discovery.js";
 export { MemoryEventPlane } from "./memory/memory-event-plane.js";
 export { MemoryRequestPlane } from "./memory/memory-request-plane.js";
-export { createEmbeddedRuntime } from "./embedded-runtime.js";
-export type { Runtime } from "./embedded-runtime.js";
+export type { Registration, RequestContext, RequestHandler, RequestPlane } from "./request-plane.js";

@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MockerEngine } from "../engines/index.js";
 import { silentLogger } from "../observability/index.js";
-import { type GenerateRequest, type GenerateResponse, isArmatureError, type KvEventBatch, type WorkerLoad } from "../protocol/index.js";
+import {
+  type GenerateRequest,
+  type GenerateResponse,
+  isArmatureError,
+  type KvEventBatch,
+  type WorkerLoad,
+} from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
 import { subjects } from "./subjects.js";
 import { WorkerHost } from "./worker-host.js";
@@ -28,7 +34,13 @@ test("registers with a model card built from the engine", async () => {
   const [instance] = await runtime.discovery.list();
   assert.equal(instance?.id, "w1");
   assert.deepEqual(
-    [instance?.card.name, instance?.card.role, instance?.card.blockSize, instance?.card.totalKvBlocks, instance?.card.maxBatchedTokens],
+    [
+      instance?.card.name,
+      instance?.card.role,
+      instance?.card.blockSize,
+      instance?.card.totalKvBlocks,
+      instance?.card.maxBatchedTokens,
+    ],
     ["m", "aggregated", 64, 16384, 8192],
   );
   await worker.close();

@@ -86,7 +86,14 @@ test("streamed text equals the engine's tokens detokenized in one go", async () 
   const engine = await LlamaCppEngine.create({ modelPath, sequences: 4, contextSizePerSequence: 256 });
   const tokens: number[] = [];
   for await (const item of engine.generate(
-    { type: "generate-request", requestId: "direct", model: MODEL, tokenIds: prompt, sampling: { temperature: 0 }, maxTokens: 40 },
+    {
+      type: "generate-request",
+      requestId: "direct",
+      model: MODEL,
+      tokenIds: prompt,
+      sampling: { temperature: 0 },
+      maxTokens: 40,
+    },
     { signal: new AbortController().signal },
   )) {
     if (item.type === "token-delta") tokens.push(...item.tokenIds);
@@ -116,7 +123,10 @@ test("completions take a string prompt or token ids, streamed or not, and confor
   // finish_reason is a string; like the live API, chunks before the last carry null there.
   for (const chunk of chunks.slice(0, -1)) {
     assert.equal(chunk.choices[0]?.finish_reason, null);
-    assertMatchesSchema("CreateCompletionResponse", { ...chunk, choices: chunk.choices.map((c) => ({ ...c, finish_reason: "stop" })) });
+    assertMatchesSchema("CreateCompletionResponse", {
+      ...chunk,
+      choices: chunk.choices.map((c) => ({ ...c, finish_reason: "stop" })),
+    });
   }
 });
 
@@ -159,8 +169,14 @@ test("models, health and live answer as documented", async () => {
     [MODEL],
   );
   assertMatchesSchema("ListModelsResponse", await (await fetch(`${server.url}/v1/models`)).json());
-  const health = (await (await fetch(`${server.url}/health`)).json()) as { status: string; instances: { id: string; role: string; model: string }[] };
+  const health = (await (await fetch(`${server.url}/health`)).json()) as {
+    status: string;
+    instances: { id: string; role: string; model: string }[];
+  };
   assert.equal(health.status, "healthy");
-  assert.deepEqual(health.instances.map((i) => [i.role, i.model]), [["aggregated", MODEL]]);
+  assert.deepEqual(
+    health.instances.map((i) => [i.role, i.model]),
+    [["aggregated", MODEL]],
+  );
   assert.deepEqual(await (await fetch(`${server.url}/live`)).json(), { status: "live" });
 });

@@ -30,7 +30,10 @@ function request(prompt: string, overrides: Partial<GenerateRequest> = {}): Gene
   };
 }
 
-async function collect(req: GenerateRequest, signal = new AbortController().signal): Promise<{ tokens: number[]; end: RequestEnd }> {
+async function collect(
+  req: GenerateRequest,
+  signal = new AbortController().signal,
+): Promise<{ tokens: number[]; end: RequestEnd }> {
   const tokens: number[] = [];
   let last: GenerateResponse | undefined;
   for await (const item of engine.generate(req, { signal })) {
@@ -88,7 +91,11 @@ test("a JSON schema constraint yields JSON that matches the schema", async () =>
     required: ["name", "age"],
   };
   const { tokens, end } = await collect(
-    request("Answer in JSON", { constraint: { type: "json_schema", schema }, maxTokens: 200, sampling: { temperature: 0.7, seed: 3 } }),
+    request("Answer in JSON", {
+      constraint: { type: "json_schema", schema },
+      maxTokens: 200,
+      sampling: { temperature: 0.7, seed: 3 },
+    }),
   );
   assert.equal(end.finishReason, "stop");
   const value = JSON.parse(tokenizer.decode(tokens)) as { name: unknown; age: unknown };
@@ -100,7 +107,9 @@ test("aborting stops generation with finish cancelled", async () => {
   const controller = new AbortController();
   const tokens: number[] = [];
   let last: GenerateResponse | undefined;
-  for await (const item of engine.generate(request("Tell me a story", { maxTokens: 400, ignoreEos: true }), { signal: controller.signal })) {
+  for await (const item of engine.generate(request("Tell me a story", { maxTokens: 400, ignoreEos: true }), {
+    signal: controller.signal,
+  })) {
     if (item.type === "token-delta") {
       tokens.push(...item.tokenIds);
       if (tokens.length === 3) controller.abort();
@@ -132,7 +141,9 @@ test("a prompt as long as the context is refused with PROMPT_TOO_LONG", async ()
 // busy, and after `sequences` such requests every later request waited forever.
 test("a caller that abandons the stream after request-end does not hold a sequence", async () => {
   for (let i = 0; i < 6; i++) {
-    const iterator = engine.generate(request(`abandoned ${i}`, { maxTokens: 2 }), { signal: new AbortController().signal })[Symbol.asyncIterator]();
+    const iterator = engine
+      .generate(request(`abandoned ${i}`, { maxTokens: 2 }), { signal: new AbortController().signal })
+      [Symbol.asyncIterator]();
     for (;;) {
       const { value } = await iterator.next();
       if (value?.type === "request-end") break;

@@ -1,5 +1,5 @@
-import type { Tokenizer } from "../tokenizer.js";
 import { TINY_CORPUS } from "../tiny-model/corpus.js";
+import type { Tokenizer } from "../tokenizer.js";
 
 const WORDS = TINY_CORPUS.split(/\s+/).filter((w) => w.length > 0);
 

@@ -67,7 +67,10 @@ test("a repeated prompt hits the prefix cache and stored events chain by parent 
   const stored = events.filter((e) => e.type === "kv-block-stored");
   assert.equal(stored.length, 3, "13 prompt tokens = 3 full blocks of 4");
   assert.equal(stored[0]?.type === "kv-block-stored" && stored[0].parentHash, null);
-  assert.equal(stored[1]?.type === "kv-block-stored" && stored[1].parentHash, stored[0]?.type === "kv-block-stored" && stored[0].blockHashes[0]);
+  assert.equal(
+    stored[1]?.type === "kv-block-stored" && stored[1].parentHash,
+    stored[0]?.type === "kv-block-stored" && stored[0].blockHashes[0],
+  );
   const again = await run(engine, clock, request(prompt(13), 1));
   assert.equal(again.end.cachedTokens, 12);
 });
@@ -84,7 +87,10 @@ test("unused blocks are evicted least recently used first", async () => {
   await run(engine, clock, request(a, 1));
   await run(engine, clock, request(prompt(13, 5), 1));
   const removed = events.filter((e) => e.type === "kv-block-removed").flatMap((e) => e.blockHashes);
-  const storedA = events.filter((e) => e.type === "kv-block-stored").slice(0, 2).flatMap((e) => e.blockHashes);
+  const storedA = events
+    .filter((e) => e.type === "kv-block-stored")
+    .slice(0, 2)
+    .flatMap((e) => e.blockHashes);
   assert.deepEqual(removed, storedA);
 });
 

@@ -11,8 +11,8 @@ import type { Engine, EngineInfo, EngineLoad } from "../engine.js";
 import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
 import { BlockManager } from "./block-manager.js";
 import { MockSequence } from "./mock-sequence.js";
-import { MockScheduler } from "./scheduler.js";
 import { MockText } from "./mock-text.js";
+import { MockScheduler } from "./scheduler.js";
 import { polynomialTimingModel, type TimingModel } from "./timing-model.js";
 
 export interface MockerEngineOptions {
@@ -101,7 +101,8 @@ export class MockerEngine implements Engine {
 
   async *generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncGenerator<GenerateResponse> {
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
-    if (request.tokenIds.length === 0) throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
+    if (request.tokenIds.length === 0)
+      throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
     if (request.tokenIds.length >= this.info.contextLength) {
       throw new ArmatureError(
         "PROMPT_TOO_LONG",

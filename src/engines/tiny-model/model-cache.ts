@@ -26,7 +26,9 @@ export async function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<str
   const path = join(cacheDir, "armature-tiny-v1.gguf");
   const expected = createHash("sha256").update(buildTinyModel()).digest("hex");
   try {
-    const actual = createHash("sha256").update(await readFile(path)).digest("hex");
+    const actual = createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex");
     if (actual === expected) return path;
   } catch {
     // Not there yet: create it below.

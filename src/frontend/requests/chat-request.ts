@@ -1,5 +1,5 @@
-import { asObject, invalid } from "./field-checks.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
+import { asObject, invalid } from "./field-checks.js";
 
 export interface ChatMessage {
   readonly role: string;
@@ -40,7 +40,10 @@ function parseContent(value: unknown, param: string, role: string): string {
       .map((part, i) => {
         const p = asObject(part, `${param}[${i}]`);
         if (p.type !== "text" || typeof p.text !== "string") {
-          throw invalid(`${param}[${i}]`, `'${param}[${i}]' must be a text part ({"type":"text","text":…}); this model takes text only`);
+          throw invalid(
+            `${param}[${i}]`,
+            `'${param}[${i}]' must be a text part ({"type":"text","text":…}); this model takes text only`,
+          );
         }
         return p.text;
       })

@@ -89,6 +89,7 @@ function parseNvext(value: unknown): string | undefined {
   const nvext = asObject(value, "nvext");
   const id = nvext.backend_instance_id;
   if (id === undefined || id === null) return undefined;
-  if (typeof id !== "string" || id === "") throw invalid("nvext.backend_instance_id", "'nvext.backend_instance_id' must be a worker id string");
+  if (typeof id !== "string" || id === "")
+    throw invalid("nvext.backend_instance_id", "'nvext.backend_instance_id' must be a worker id string");
   return id;
 }

@@ -1,5 +1,5 @@
-import { asObject, invalid } from "./field-checks.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
+import { asObject, invalid } from "./field-checks.js";
 
 /** A legacy completion prompt: text to tokenize, or token ids used exactly as given. */
 export type CompletionPrompt = { readonly text: string } | { readonly tokenIds: readonly number[] };

@@ -14,7 +14,11 @@ export function asObject(value: unknown, param: string): Body {
   return value as Body;
 }
 
-export function optionalNumber(body: Body, key: string, range: { min?: number; max?: number; integer?: boolean } = {}): number | undefined {
+export function optionalNumber(
+  body: Body,
+  key: string,
+  range: { min?: number; max?: number; integer?: boolean } = {},
+): number | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isFinite(value)) throw invalid(key, `'${key}' must be a number`);

@@ -96,7 +96,9 @@ function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelP
   const vocab = pipeline.tokenizer.vocabSize;
   const bad = request.prompt.tokenIds.find((t) => t >= vocab);
   if (bad !== undefined) {
-    throw new ArmatureError("REQUEST_INVALID", `token id ${bad} is outside this model's vocabulary (0..${vocab - 1})`, { param: "prompt" });
+    throw new ArmatureError("REQUEST_INVALID", `token id ${bad} is outside this model's vocabulary (0..${vocab - 1})`, {
+      param: "prompt",
+    });
   }
   return [...request.prompt.tokenIds];
 }
@@ -135,7 +137,12 @@ async function streamResponse(
   const sse = new SseWriter(res, headers);
   const chunk = (text: string | null, finish: FinishReason | null): unknown =>
     kind === "chat"
-      ? chatFormat.chunk(idn, text === null ? (finish ? chatFormat.finalDelta : chatFormat.firstDelta) : chatFormat.textDelta(text), finish, includeUsage)
+      ? chatFormat.chunk(
+          idn,
+          text === null ? (finish ? chatFormat.finalDelta : chatFormat.firstDelta) : chatFormat.textDelta(text),
+          finish,
+          includeUsage,
+        )
       : completionFormat.chunk(idn, text ?? "", finish, includeUsage);
   try {
     if (kind === "chat") await sse.send(chunk(null, null));

@@ -21,7 +21,9 @@ export function handleHealth(res: ServerResponse, router: Router, headers: Recor
   sendJson(
     res,
     200,
-    instances.length > 0 ? { status: "healthy", instances } : { status: "unhealthy", message: "No endpoints available", instances },
+    instances.length > 0
+      ? { status: "healthy", instances }
+      : { status: "unhealthy", message: "No endpoints available", instances },
     headers,
   );
 }

@@ -56,7 +56,10 @@ export function discoveryContract(name: string, makeFixture: () => Promise<Disco
       const stop = discovery.watch((e) => events.push(e));
       await lease.revoke();
       await waitFor(() => events.some((e) => e.type === "instance-removed"));
-      assert.deepEqual(events.map((e) => e.type), ["instance-added", "instance-removed"]);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ["instance-added", "instance-removed"],
+      );
       assert.deepEqual(await discovery.list(), []);
       stop();
     }));

@@ -24,7 +24,10 @@ export function eventPlaneContract(name: string, makeFixture: () => Promise<Even
       events.subscribe("kv.w1", (p) => got.push(p));
       for (let i = 0; i < 50; i++) await events.publish("kv.w1", { i });
       await waitFor(() => got.length === 50);
-      assert.deepEqual(got, Array.from({ length: 50 }, (_, i) => ({ i })));
+      assert.deepEqual(
+        got,
+        Array.from({ length: 50 }, (_, i) => ({ i })),
+      );
     }));
 
   test(`${name}: wildcards match like NATS subjects`, () =>

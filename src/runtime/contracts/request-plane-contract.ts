@@ -27,7 +27,10 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
       });
       const got: unknown[] = [];
       for await (const item of plane.call("w1", { count: 5 })) got.push(item);
-      assert.deepEqual(got, [0, 1, 2, 3, 4].map((i) => ({ i })));
+      assert.deepEqual(
+        got,
+        [0, 1, 2, 3, 4].map((i) => ({ i })),
+      );
     }));
 
   test(`${name}: a call to an address nobody serves fails with WORKER_UNAVAILABLE`, () =>

@@ -1,0 +1,38 @@
+import assert from "node:assert/strict";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { resolveServeOptions } from "./serve-options.js";
+
+test("defaults match the documentation", () => {
+  const o = resolveServeOptions([], {});
+  assert.deepEqual(
+    [o.host, o.port, o.engine, o.workers, o.router, o.speedupRatio],
+    ["127.0.0.1", 8000, "llamacpp", 1, "round-robin", 1],
+  );
+});
+
+test("a flag beats its environment twin, which beats the config file", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "armature-config-"));
+  const config = join(dir, "armature.json");
+  await writeFile(config, JSON.stringify({ port: 7000, workers: 3, engine: "mocker", "block-size": 32 }));
+  const o = resolveServeOptions(["--port", "9000", "--config", config], { ARMATURE_PORT: "8500", ARMATURE_WORKERS: "2" });
+  assert.deepEqual([o.port, o.workers, o.engine, o.blockSize], [9000, 2, "mocker", 32]);
+});
+
+test("bad values name the flag and its environment variable", () => {
+  assert.throws(() => resolveServeOptions(["--workers", "zero"], {}), /--workers \(ARMATURE_WORKERS\) must be an integer/);
+  assert.throws(
+    () => resolveServeOptions([], { ARMATURE_ENGINE: "vllm" }),
+    /--engine \(ARMATURE_ENGINE\) must be one of llamacpp, mocker/,
+  );
+  assert.throws(() => resolveServeOptions(["--bogus", "1"], {}), /Unknown option/);
+});
+
+test("a config file with unknown keys is refused", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "armature-config-"));
+  const config = join(dir, "bad.json");
+  await writeFile(config, JSON.stringify({ prot: 1 }));
+  assert.throws(() => resolveServeOptions(["--config", config], {}), /unknown keys prot/);
+});

@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { assertMatchesSchema } from "../helpers/openai-spec.js";
+
+// Every bad input gets an OpenAI error object with the right status, and the server keeps serving.
+let server: ServeProcess;
+let client: OpenAI;
+const MODEL = "armature-tiny";
+const CONTEXT = 256;
+
+before(async () => {
+  const cacheDir = await mkdtemp(join(tmpdir(), "armature-bad-"));
+  server = await startServe(["--context-size", String(CONTEXT)], { ARMATURE_CACHE_DIR: cacheDir });
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+});
+after(async () => {
+  assert.equal(await server.stop("SIGTERM"), 0, server.output());
+});
+
+interface ErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+async function post(path: string, body: string | object): Promise<{ status: number; body: ErrorBody }> {
+  const res = await fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const json = (await res.json()) as ErrorBody;
+  assertMatchesSchema("ErrorResponse", json);
+  assert.match(res.headers.get("x-request-id") ?? "", /.+/);
+  return { status: res.status, body: json };
+}
+
+const chat = (extra: object) => ({ model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 4, ...extra });
+
+test("malformed JSON → 400", async () => {
+  const { status, body } = await post("/v1/chat/completions", '{"model": "armature-tiny", "messages": [');
+  assert.equal(status, 400);
+  assert.match(body.error.message, /not valid JSON/);
+});
+
+test("wrong types → 400 naming the field", async () => {
+  for (const [field, value] of [
+    ["max_tokens", "ten"],
+    ["temperature", "hot"],
+    ["stream", "yes"],
+    ["messages", "hello"],
+  ] as const) {
+    const { status, body } = await post("/v1/chat/completions", chat({ [field]: value }));
+    assert.equal(status, 400, field);
+    assert.equal(body.error.param, field);
+    assert.equal(body.error.type, "invalid_request_error");
+  }
+  const { status, body } = await post("/v1/chat/completions", chat({ messages: [{ role: "wizard", content: "hi" }] }));
+  assert.equal(status, 400);
+  assert.equal(body.error.param, "messages[0].role");
+});
+
+test("empty messages → 400", async () => {
+  const { status, body } = await post("/v1/chat/completions", chat({ messages: [] }));
+  assert.equal(status, 400);
+  assert.equal(body.error.param, "messages");
+});
+
+test("missing messages → 400", async () => {
+  const { status, body } = await post("/v1/chat/completions", { model: MODEL });
+  assert.equal(status, 400);
+  assert.equal(body.error.param, "messages");
+});
+
+test("unknown model → 404 model_not_found, as the openai client's NotFoundError", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] }),
+    (e: unknown) => e instanceof OpenAI.NotFoundError && e.code === "model_not_found" && e.param === "model",
+  );
+});
+
+test("negative max_tokens → 400", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: -5 }),
+    (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === "max_tokens",
+  );
+});
+
+test("max_tokens beyond the context → 400", async () => {
+  const { status, body } = await post("/v1/completions", { model: MODEL, prompt: "hello", max_tokens: CONTEXT * 10 });
+  assert.equal(status, 400);
+  assert.equal(body.error.param, "max_tokens");
+  assert.match(body.error.message, /maximum context length is 256/);
+});
+
+test("a prompt longer than the context → 400 context_length_exceeded", async () => {
+  await assert.rejects(
+    client.completions.create({ model: MODEL, prompt: Array.from({ length: CONTEXT + 10 }, () => 65), max_tokens: 1 }),
+    (e: unknown) => e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded",
+  );
+});
+
+test("n > 1 → 400 unsupported", async () => {
+  const { status, body } = await post("/v1/chat/completions", chat({ n: 2 }));
+  assert.equal(status, 400);
+  assert.equal(body.error.param, "n");
+});
+
+test("stream_options without stream, token ids outside the vocabulary, unknown pinned worker → 400", async () => {
+  assert.equal((await post("/v1/chat/completions", chat({ stream_options: { include_usage: true } }))).status, 400);
+  assert.equal((await post("/v1/completions", { model: MODEL, prompt: [1, 999_999] })).body.error.param, "prompt");
+  const pinned = await post("/v1/chat/completions", chat({ nvext: { backend_instance_id: "worker-nope" } }));
+  assert.equal(pinned.status, 400);
+  assert.equal(pinned.body.error.param, "nvext.backend_instance_id");
+});
+
+test("unknown route → 404, wrong method → 405, both OpenAI error objects", async () => {
+  const missing = await fetch(`${server.url}/v1/nothing`);
+  assert.equal(missing.status, 404);
+  assertMatchesSchema("ErrorResponse", await missing.json());
+  const wrong = await fetch(`${server.url}/v1/chat/completions`);
+  assert.equal(wrong.status, 405);
+  assertMatchesSchema("ErrorResponse", await wrong.json());
+});
+
+test("after all of that the server still serves", async () => {
+  const result = await client.chat.completions.create(chat({}) as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  assert.equal(result.object, "chat.completion");
+});
