@@ -36,7 +36,8 @@ export class RequestTimer {
       this.#metrics.ttft.observe({ model: this.#model }, (now - this.#startedAt) / 1000);
     } else if (count > 0) {
       const perToken = (now - this.#lastTokenAt) / 1000 / count;
-      for (let i = 0; i < count; i++) this.#metrics.itl.observe({ model: this.#model }, perToken);
+      const observe = this.#metrics.itlObserver(this.#model);
+      for (let i = 0; i < count; i++) observe(perToken);
     }
     this.#lastTokenAt = now;
   }
@@ -82,6 +83,7 @@ export class FrontendMetrics {
   readonly #modelContext: GaugeMetric;
   readonly #modelBlockSize: GaugeMetric;
   #knownWorkers = new Set<string>();
+  readonly #itlByModel = new Map<string, (seconds: number) => void>();
 
   constructor(meter: MetricMeter) {
     const p = "frontend_";
@@ -134,6 +136,16 @@ export class FrontendMetrics {
     ]);
     this.#modelContext = meter.gauge(`${p}model_context_length`, "Context length of the model, in tokens", ["model"]);
     this.#modelBlockSize = meter.gauge(`${p}model_kv_cache_block_size`, "Tokens per KV block", ["model"]);
+  }
+
+  /** The inter-token latency observer of a model, labels resolved once (it runs per token). */
+  itlObserver(model: string): (seconds: number) => void {
+    let observe = this.#itlByModel.get(model);
+    if (!observe) {
+      observe = this.itl.bind({ model });
+      this.#itlByModel.set(model, observe);
+    }
+    return observe;
   }
 
   startRequest(model: string): RequestTimer {

@@ -135,6 +135,8 @@ async function* textEvents(
     if (!ended && !stoppedByString) {
       throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
     }
+    // Read past the end so the worker's stream completes normally (no cancellation).
+    if (ended) await upstream.next();
   } finally {
     // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,
     // the in-flight count) runs only when it is resumed or returned.

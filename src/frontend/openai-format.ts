@@ -75,3 +75,20 @@ export const completionFormat = {
     return { id: idn.id, object: "text_completion" as const, created: idn.created, model: idn.model, choices: [], usage };
   },
 };
+
+/**
+ * Serialises the per-token stream chunks with everything but the text fixed once per request;
+ * byte-for-byte what `JSON.stringify` of the chunk object gives, without building it per token.
+ */
+export function textChunkSerializer(
+  kind: "chat" | "text",
+  idn: ResponseIdentity,
+  withUsageField: boolean,
+): (text: string) => string {
+  const sample =
+    kind === "chat"
+      ? chatFormat.chunk(idn, chatFormat.textDelta("\u0000"), null, withUsageField)
+      : completionFormat.chunk(idn, "\u0000", null, withUsageField);
+  const [head, tail] = JSON.stringify(sample).split('"\\u0000"') as [string, string];
+  return (text) => head + JSON.stringify(text) + tail;
+}

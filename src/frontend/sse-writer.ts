@@ -27,8 +27,13 @@ export class SseWriter {
 
   /** Sends `data: [DONE]` and ends the response. */
   async done(): Promise<void> {
-    await this.#write("data: [DONE]\n\n");
-    this.#res.end();
+    if (this.closed) return;
+    this.#res.end("data: [DONE]\n\n");
+  }
+
+  /** Holds writes until `uncork`, so the events that end a stream leave in one packet. */
+  cork(): void {
+    this.#res.cork();
   }
 
   async #write(text: string): Promise<void> {

@@ -15,6 +15,8 @@ export interface GaugeMetric {
 
 export interface HistogramMetric {
   observe(labels: Labels, value: number): void;
+  /** An observer with the labels resolved once, for hot paths. */
+  bind(labels: Labels): (value: number) => void;
 }
 
 /** Metrics port: components declare metrics through it; the app binds it to prom-client. */
@@ -63,7 +65,13 @@ export class PrometheusMeter implements MetricMeter {
       buckets: [...buckets],
       registers: [this.registry],
     });
-    return { observe: (labels, value) => metric.observe(labels, value) };
+    return {
+      observe: (labels, value) => metric.observe(labels, value),
+      bind: (labels) => {
+        const child = metric.labels(labels);
+        return (value) => child.observe(value);
+      },
+    };
   }
 
   render(): Promise<string> {

@@ -12,9 +12,14 @@ export class RealClock implements Clock {
     return performance.now();
   }
 
+  /** Sleeps `ms`; below 1 ms (which timers cannot honour) it only yields to the event loop. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
+      if (ms < 1) {
+        setImmediate(() => (signal?.aborted ? reject(signal.reason) : resolve()));
+        return;
+      }
       const onAbort = (): void => {
         clearTimeout(timer);
         reject(signal?.reason);

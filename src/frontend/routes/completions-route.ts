@@ -7,7 +7,7 @@ import { type Generation, startGeneration, type Usage } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
-import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity } from "../openai-format.js";
+import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { SseWriter } from "../sse-writer.js";
@@ -144,14 +144,16 @@ async function streamResponse(
           includeUsage,
         )
       : completionFormat.chunk(idn, text ?? "", finish, includeUsage);
+  const textChunk = textChunkSerializer(kind, idn, includeUsage);
   try {
     if (kind === "chat") await sse.send(chunk(null, null));
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
-        await sse.send(chunk(event.text, null));
+        await sse.send(textChunk(event.text));
         continue;
       }
+      sse.cork(); // the final chunk, the usage chunk and [DONE] go out together; end() uncorks
       await sse.send(chunk(null, event.finishReason));
       if (includeUsage) {
         await sse.send(kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage));

@@ -1,0 +1,61 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { LoadResult, LoadSpec } from "./http-load.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface Served {
+  readonly url: string;
+  readonly child: ChildProcess;
+  stop(): Promise<void>;
+  /** Resident set size of the server process, from /proc. */
+  rssBytes(): number;
+}
+
+/** Spawns a TypeScript entry (under tsx) or the armature CLI and waits for `http://…` on stdout. */
+export async function spawnServer(args: readonly string[]): Promise<Served> {
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /(http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`server exited early (${code}): ${out}`)));
+  });
+  return {
+    url,
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+    rssBytes() {
+      const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    },
+  };
+}
+
+/** Runs the load generator in a child process. */
+export function loadInChild(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "bench/load/load-process.ts", JSON.stringify(spec)],
+      { cwd: ROOT, maxBuffer: 1 << 20 },
+      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as LoadResult)),
+    );
+  });
+}
+
+/** Machine description for benchmark reports. */
+export function machine(): string {
+  const cpu = /model name\s*:\s*(.+)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
+  const cores = readFileSync("/proc/cpuinfo", "utf8").split("\n").filter((l) => l.startsWith("processor")).length;
+  return `${cores} × ${cpu}, Node ${process.version}`;
+}
