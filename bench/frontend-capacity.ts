@@ -17,7 +17,18 @@ for (const concurrency of levels) {
     const server =
       kind === "bare"
         ? await spawnServer(["bench/bare-server.ts", String(TOKENS)])
-        : await spawnServer(["bin/armature.js", "serve", "--engine", "mocker", "--speedup-ratio", "1000000", "--port", "0", "--log-level", "warn"]);
+        : await spawnServer([
+            "bin/armature.js",
+            "serve",
+            "--engine",
+            "mocker",
+            "--speedup-ratio",
+            "1000000",
+            "--port",
+            "0",
+            "--log-level",
+            "warn",
+          ]);
     try {
       await loadInChild({ url: server.url, path: "/v1/completions", body, concurrency, requests: concurrency * 4 }); // warm-up
       const r = await loadInChild({ url: server.url, path: "/v1/completions", body, concurrency, durationMs: seconds * 1000 });

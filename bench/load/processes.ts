@@ -56,6 +56,8 @@ export function loadInChild(spec: LoadSpec): Promise<LoadResult> {
 /** Machine description for benchmark reports. */
 export function machine(): string {
   const cpu = /model name\s*:\s*(.+)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown CPU";
-  const cores = readFileSync("/proc/cpuinfo", "utf8").split("\n").filter((l) => l.startsWith("processor")).length;
+  const cores = readFileSync("/proc/cpuinfo", "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("processor")).length;
   return `${cores} × ${cpu}, Node ${process.version}`;
 }
