@@ -13,7 +13,7 @@ export class SseWriter {
       "cache-control": "no-cache",
       connection: "keep-alive",
     });
-    res.flushHeaders();
+    // No flushHeaders(): the first event is written right away and carries the headers with it.
   }
 
   get closed(): boolean {

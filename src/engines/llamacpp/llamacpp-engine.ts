@@ -19,6 +19,7 @@ import { KvBlockTracker } from "./kv-block-tracker.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
+import { TokenPump } from "./token-pump.js";
 
 export interface LlamaCppEngineOptions {
   readonly modelPath: string;
@@ -180,25 +181,36 @@ export class LlamaCppEngine implements Engine {
       yieldEogToken: request.ignoreEos === true,
     };
     let finish: FinishReason = "stop";
-    for await (const token of sequence.evaluate(tokens.slice(reused) as Token[], evaluateOptions)) {
-      if (signal.aborted) {
-        finish = "cancelled";
-        break;
+    let yielded = 0;
+    const pump = new TokenPump(sequence.evaluate(tokens.slice(reused) as Token[], evaluateOptions), {
+      capacity: 4,
+      limit: budget,
+      onToken: (token) => {
+        generated.push(token);
+        if (generated.length === 1) this.#emit(this.#tracker.update(slot.index, tokens));
+      },
+    });
+    try {
+      for (;;) {
+        if (signal.aborted) {
+          finish = "cancelled";
+          break;
+        }
+        const token = await pump.next();
+        if (token === undefined) break;
+        yielded++;
+        yield { type: "token-delta", tokenIds: [token] };
+        if (yielded >= budget) {
+          finish = "length";
+          break;
+        }
       }
-      generated.push(token);
-      if (generated.length === 1) this.#emit(this.#tracker.update(slot.index, tokens));
-      yield { type: "token-delta", tokenIds: [token] };
-      if (signal.aborted) {
-        finish = "cancelled";
-        break;
-      }
-      if (generated.length >= budget) {
-        finish = "length";
-        break;
-      }
+      if (signal.aborted) finish = "cancelled";
+    } finally {
+      await pump.stop();
     }
     if (generated.length === 0) this.#emit(this.#tracker.update(slot.index, tokens));
-    return end(finish, tokens.length, generated.length, reused);
+    return end(finish, tokens.length, yielded, reused);
   }
 
   async close(): Promise<void> {

@@ -10,12 +10,14 @@ export function toEvaluateOptions(
   generated: readonly number[],
   grammar: LlamaGrammarEvaluationState | undefined,
 ): SequenceEvaluateOptions {
-  const options: SequenceEvaluateOptions = {
-    temperature: sampling.temperature,
-    topK: sampling.topK ?? 0,
-    topP: sampling.topP ?? 1,
-    minP: sampling.minP ?? 0,
-  };
+  // Only what the request set: llama.cpp's defaults stand otherwise, and a greedy request must
+  // not pay for a top-k/top-p pass over the whole vocabulary.
+  const options: SequenceEvaluateOptions = { temperature: sampling.temperature };
+  if (sampling.temperature > 0) {
+    options.topK = sampling.topK ?? 0;
+    options.topP = sampling.topP ?? 1;
+    options.minP = sampling.minP ?? 0;
+  }
   if (sampling.seed !== undefined) options.seed = sampling.seed;
   if (grammar) options.grammarEvaluationState = grammar;
   const presence = sampling.presencePenalty ?? 0;
