@@ -1,5 +1,13 @@
 import { basename } from "node:path";
-import { type Engine, ensureTinyModel, LlamaCppEngine, MockerEngine } from "../engines/index.js";
+import {
+  type Engine,
+  ensureTinyModel,
+  LlamaCppEngine,
+  loadTimingProfile,
+  MockerEngine,
+  profiledTimingModel,
+  type TimingModel,
+} from "../engines/index.js";
 import { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
 import { createBasicPolicy, Router } from "../router/index.js";
@@ -29,6 +37,9 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
           .replace(/\.gguf$/i, "")
           .replace(/-v\d+$/, "")
       : "armature-mocker");
+  const timing: TimingModel | undefined = options.timingProfile
+    ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
+    : undefined;
   const workers: WorkerHost[] = [];
   try {
     for (let i = 0; i < options.workers; i++) {
@@ -41,6 +52,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
           })
         : new MockerEngine({
             speedupRatio: options.speedupRatio,
+            ...(timing ? { timing } : {}),
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           });
       workers.push(await WorkerHost.create({ runtime, engine, modelName, logger }));

@@ -14,6 +14,7 @@ export interface ServeOptions {
   readonly blockSize: number | undefined;
   readonly router: BasicPolicyName;
   readonly speedupRatio: number;
+  readonly timingProfile: string | undefined;
   readonly sequences: number;
   readonly contextSize: number;
   readonly logLevel: string;
@@ -47,6 +48,11 @@ export const serveSettings: Record<string, Setting> = {
     choices: basicPolicyNames,
   },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
+  "timing-profile": {
+    type: "string",
+    env: "ARMATURE_TIMING_PROFILE",
+    help: "mocker: JSON timing profile instead of the polynomial model",
+  },
   sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
   "context-size": { type: "integer", env: "ARMATURE_CONTEXT_SIZE", help: "llamacpp: tokens per sequence (default 2048)" },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
@@ -108,6 +114,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     blockSize: num("block-size", true, 1),
     router: (str("router") as BasicPolicyName | undefined) ?? "round-robin",
     speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
+    timingProfile: str("timing-profile"),
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16) ?? 2048,
     logLevel: str("log-level") ?? "info",

@@ -153,3 +153,16 @@ test("a caller that abandons the stream after request-end does not hold a sequen
   const { end } = await collect(request("still served", { maxTokens: 2 }));
   assert.ok(["stop", "length"].includes(end.finishReason));
 });
+
+test("a frequency penalty changes a repetitive greedy continuation", async () => {
+  const plain = await collect(request("Hello world, the quick brown fox", { maxTokens: 30 }));
+  const penalised = await collect(
+    request("Hello world, the quick brown fox", {
+      maxTokens: 30,
+      sampling: { temperature: 0, frequencyPenalty: 2, presencePenalty: 2 },
+    }),
+  );
+  const distinct = (tokens: number[]) => new Set(tokens).size;
+  assert.notDeepEqual(penalised.tokens, plain.tokens);
+  assert.ok(distinct(penalised.tokens) > distinct(plain.tokens), `${distinct(penalised.tokens)} vs ${distinct(plain.tokens)}`);
+});

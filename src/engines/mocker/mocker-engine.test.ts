@@ -132,3 +132,12 @@ test("KV pressure preempts the newest request, which still completes", async () 
   const results = await Promise.all([0, 1].map((i) => run(engine, clock, request(prompt(8, i), 12, `r${i}`))));
   assert.ok(results.every((r) => r.tokens.length === 12 && r.end.finishReason === "length"));
 });
+
+test("clearing the cache drops unused blocks and emits kv-cache-cleared", async () => {
+  const { engine, clock, events } = setup();
+  await run(engine, clock, request(prompt(13), 1));
+  engine.clearCache();
+  assert.equal(events.at(-1)?.type, "kv-cache-cleared");
+  const again = await run(engine, clock, request(prompt(13), 1));
+  assert.equal(again.end.cachedTokens, 0);
+});
