@@ -1,20 +1,10 @@
-import type { GenerateRequest, GenerateResponse, KvEvent, TokenizerSource } from "../protocol/index.js";
+import type { GenerateRequest, GenerateResponse, KvEvent, ModelCard } from "../protocol/index.js";
 
-/** What an engine knows about itself; the worker turns it into a model card. */
-export interface EngineInfo {
-  readonly kind: "llamacpp" | "mocker";
-  readonly blockSize: number;
-  readonly totalKvBlocks: number;
-  readonly maxBatchedTokens: number;
-  readonly maxSequences: number;
-  readonly contextLength: number;
-  readonly tokenizer: TokenizerSource;
-  readonly chatTemplate?: string | undefined;
-  readonly eosTokenIds: readonly number[];
-  readonly bosToken?: string | undefined;
-  readonly eosToken?: string | undefined;
-  readonly publishesKvEvents: boolean;
-}
+/**
+ * What an engine knows about itself: everything a model card holds except the served name and the
+ * role, which the worker decides.
+ */
+export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & { readonly kind: "llamacpp" | "mocker" };
 
 /** Instantaneous load of an engine. */
 export interface EngineLoad {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { ModelCard } from "../../protocol/index.js";
 import type { Discovery, DiscoveryEvent, InstanceRecord } from "../discovery.js";
+import { waitFor } from "./wait-for.js";
 
 /** What a binding under test provides: a fresh discovery, and a way to let time pass for it. */
 export interface DiscoveryFixture {
@@ -86,12 +87,4 @@ export function discoveryContract(name: string, makeFixture: () => Promise<Disco
       await waitFor(() => seen.includes("late"));
       stop();
     }));
-}
-
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { EventPlane } from "../event-plane.js";
+import { waitFor } from "./wait-for.js";
 
 export interface EventPlaneFixture {
   readonly events: EventPlane;
@@ -65,12 +66,4 @@ export function eventPlaneContract(name: string, makeFixture: () => Promise<Even
       await waitFor(() => got.length === 1);
       assert.deepEqual(got[0], payload);
     }));
-}
-
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isArmatureError } from "../../protocol/index.js";
 import type { RequestPlane } from "../request-plane.js";
+import { waitFor } from "./wait-for.js";
 
 export interface RequestPlaneFixture {
   readonly plane: RequestPlane;
@@ -98,12 +99,4 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
         }
       }, /engine exploded/);
     }));
-}
-
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
