@@ -17,6 +17,7 @@ export type {
   KvCacheCleared,
   KvEvent,
   KvEventBatch,
+  StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";

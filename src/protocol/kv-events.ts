@@ -1,12 +1,21 @@
 /**
  * KV cache events with Dynamo's semantics: a worker announces blocks it stored (chained by parent
- * hash), blocks it removed, and that it cleared everything. Hashes are u64 sequence hashes.
+ * hash), blocks it removed, and that it cleared everything. Hashes are u64 values.
  */
+/** One stored block: the engine's (external) block hash and the local hash of its tokens. */
+export interface StoredBlock {
+  /** Identifies the block for parent links and removals; opaque to readers. */
+  readonly blockHash: bigint;
+  /** XXH3-64 (seed 1337) of the block's token ids: what the router's tree is keyed by. */
+  readonly tokensHash: bigint;
+}
+
 export interface KvBlockStored {
   readonly type: "kv-block-stored";
-  /** Sequence hash of the block before the first one here; null when they start a sequence. */
+  /** Block hash of the block before the first one here; null when they start a sequence. */
   readonly parentHash: bigint | null;
-  readonly blockHashes: readonly bigint[];
+  /** Consecutive blocks of one sequence, each the child of the one before. */
+  readonly blocks: readonly StoredBlock[];
   /** Number of tokens per block, so a reader can detect a block-size mismatch. */
   readonly blockSize: number;
 }

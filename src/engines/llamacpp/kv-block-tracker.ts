@@ -20,7 +20,8 @@ export class KvBlockTracker {
 
   /** Records that `sequence` caches exactly `tokens`; returns the events that change implies. */
   update(sequence: number, tokens: readonly number[]): KvEvent[] {
-    const next = hashBlocks(tokens, this.#blockSize).sequence;
+    const hashes = hashBlocks(tokens, this.#blockSize);
+    const next = hashes.sequence;
     const previous = this.#perSequence.get(sequence) ?? [];
     let common = 0;
     while (common < next.length && common < previous.length && next[common] === previous[common]) common++;
@@ -49,7 +50,7 @@ export class KvBlockTracker {
       events.push({
         type: "kv-block-stored",
         parentHash: firstNew > 0 ? (next[firstNew - 1] ?? null) : null,
-        blockHashes: stored,
+        blocks: stored.map((blockHash, i) => ({ blockHash, tokensHash: hashes.local[firstNew + i] as bigint })),
         blockSize: this.#blockSize,
       });
     }

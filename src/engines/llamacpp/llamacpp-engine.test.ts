@@ -126,7 +126,7 @@ test("publishes stored KV events for the prompt's full blocks", async () => {
   const prompt = "A request arrives at the frontend, which applies the chat template and turns the text into tokens.";
   await collect(request(prompt, { maxTokens: 2 }));
   stop();
-  const stored = events.filter((e) => e.type === "kv-block-stored").flatMap((e) => e.blockHashes);
+  const stored = events.flatMap((e) => (e.type === "kv-block-stored" ? e.blocks : []));
   assert.ok(stored.length > 0 && stored.length <= Math.floor(tokenizer.encode(prompt).length / 16));
 });
 

@@ -55,10 +55,11 @@ export class BlockManager {
   }
 
   /**
-   * A partial block became full with hash `hash` (child of `parent`). If an identical block is
+   * A partial block became full with sequence hash `hash` and local hash `tokensHash` (child of
+   * `parent`). If an identical block is
    * already cached the two merge and the partial reservation is returned.
    */
-  commitFull(hash: bigint, parent: bigint | null): void {
+  commitFull(hash: bigint, tokensHash: bigint, parent: bigint | null): void {
     this.#partialBlocks--;
     const count = this.#refs.get(hash);
     if (count !== undefined) {
@@ -67,7 +68,9 @@ export class BlockManager {
       return;
     }
     this.#refs.set(hash, 1);
-    this.#emit([{ type: "kv-block-stored", parentHash: parent, blockHashes: [hash], blockSize: this.blockSize }]);
+    this.#emit([
+      { type: "kv-block-stored", parentHash: parent, blocks: [{ blockHash: hash, tokensHash }], blockSize: this.blockSize },
+    ]);
   }
 
   releasePartial(): void {

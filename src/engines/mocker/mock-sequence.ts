@@ -71,7 +71,7 @@ export class MockSequence {
         const local = localBlockHash(this.tokens.slice(index * blocks.blockSize, this.computed));
         const parent = this.#fullBlocks[index - 1] ?? null;
         const hash = parent === null ? local : chainBlockHash(parent, local);
-        blocks.commitFull(hash, parent);
+        blocks.commitFull(hash, local, parent);
         this.#fullBlocks.push(hash);
         this.#holdsPartial = false;
       }

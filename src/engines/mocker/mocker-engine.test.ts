@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { GenerateRequest, GenerateResponse, KvEvent, RequestEnd } from "../../protocol/index.js";
+import { type GenerateRequest, type GenerateResponse, hashBlocks, type KvEvent, type RequestEnd } from "../../protocol/index.js";
 import { VirtualClock } from "../../runtime/index.js";
 import { MockerEngine, type MockerEngineOptions } from "./mocker-engine.js";
 import { polynomialTimingModel } from "./timing-model.js";
@@ -69,7 +69,7 @@ test("a repeated prompt hits the prefix cache and stored events chain by parent 
   assert.equal(stored[0]?.type === "kv-block-stored" && stored[0].parentHash, null);
   assert.equal(
     stored[1]?.type === "kv-block-stored" && stored[1].parentHash,
-    stored[0]?.type === "kv-block-stored" && stored[0].blockHashes[0],
+    stored[0]?.type === "kv-block-stored" && stored[0].blocks[0]?.blockHash,
   );
   const again = await run(engine, clock, request(prompt(13), 1));
   assert.equal(again.end.cachedTokens, 12);
@@ -90,8 +90,24 @@ test("unused blocks are evicted least recently used first", async () => {
   const storedA = events
     .filter((e) => e.type === "kv-block-stored")
     .slice(0, 2)
-    .flatMap((e) => e.blockHashes);
+    .flatMap((e) => e.blocks.map((b) => b.blockHash));
   assert.deepEqual(removed, storedA);
+});
+
+test("stored events carry each block's local token hash, Dynamo's tree key", async () => {
+  const { engine, clock, events } = setup();
+  const tokens = prompt(9);
+  await run(engine, clock, request(tokens, 1));
+  const blocks = events.flatMap((e) => (e.type === "kv-block-stored" ? e.blocks : []));
+  const expected = hashBlocks(tokens, 4);
+  assert.deepEqual(
+    blocks.map((b) => b.tokensHash),
+    expected.local,
+  );
+  assert.deepEqual(
+    blocks.map((b) => b.blockHash),
+    expected.sequence,
+  );
 });
 
 test("concurrent requests run in one batch and each completes", async () => {
