@@ -3,6 +3,7 @@ import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { isArmatureError } from "../protocol/index.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
+import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
 
 const USAGE = `armature — serve large language models with an OpenAI-compatible API
@@ -10,6 +11,8 @@ const USAGE = `armature — serve large language models with an OpenAI-compatibl
 usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
+  armature hash --block-size B --tokens 1,2,… [--lora NAME] [--json]
+                                  Dynamo-compatible block hashes of a token list
 `;
 
 /** Runs the CLI; returns the process exit code. */
@@ -25,6 +28,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await serve(rest);
       case "model":
         return await model(rest);
+      case "hash":
+        if (rest.includes("--help")) {
+          process.stdout.write(`${HASH_USAGE}\n`);
+          return 0;
+        }
+        return hashCommand(rest, (text) => process.stdout.write(text));
       case undefined:
       case "help":
       case "--help":
