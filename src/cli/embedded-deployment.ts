@@ -10,7 +10,7 @@ import {
 } from "../engines/index.js";
 import { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
-import { createBasicPolicy, Router } from "../router/index.js";
+import { createBasicPolicy, KvIndexer, kvPolicy, Router, type RoutingPolicy } from "../router/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
@@ -62,7 +62,17 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     await runtime.close();
     throw error;
   }
-  const router = new Router({ runtime, policy: createBasicPolicy(options.router), logger });
+  let indexer: KvIndexer | undefined;
+  let policy: RoutingPolicy;
+  if (options.router === "kv") {
+    // The index must exist before workers publish, so it is built from the first card's block size.
+    const blockSize = workers[0]?.card.blockSize ?? 16;
+    indexer = new KvIndexer({ runtime, logger, blockSize });
+    policy = kvPolicy({ indexer, blockSize });
+  } else {
+    policy = createBasicPolicy(options.router);
+  }
+  const router = new Router({ runtime, policy, logger });
   const frontend = await Frontend.create({
     router,
     meter: new PrometheusMeter(),
@@ -78,6 +88,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     async close(graceMs = 30_000) {
       await frontend.close(graceMs);
       router.close();
+      indexer?.close();
       await Promise.all(workers.map((w) => w.close(graceMs)));
       await runtime.close();
     },

@@ -1,7 +1,10 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ArmatureError } from "../protocol/index.js";
-import { type BasicPolicyName, basicPolicyNames } from "../router/index.js";
+import { basicPolicyNames } from "../router/index.js";
+
+const routerNames = [...basicPolicyNames, "kv"] as const;
+export type RouterName = (typeof routerNames)[number];
 
 /** `armature serve` settings, after flags, `ARMATURE_*` variables and the config file are merged. */
 export interface ServeOptions {
@@ -12,7 +15,7 @@ export interface ServeOptions {
   readonly modelName: string | undefined;
   readonly workers: number;
   readonly blockSize: number | undefined;
-  readonly router: BasicPolicyName;
+  readonly router: RouterName;
   readonly speedupRatio: number;
   readonly timingProfile: string | undefined;
   readonly sequences: number;
@@ -44,8 +47,8 @@ export const serveSettings: Record<string, Setting> = {
   router: {
     type: "string",
     env: "ARMATURE_ROUTER",
-    help: "round-robin | random | least-loaded (default round-robin)",
-    choices: basicPolicyNames,
+    help: "round-robin | random | least-loaded | kv (default round-robin)",
+    choices: routerNames,
   },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
   "timing-profile": {
@@ -112,7 +115,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     modelName: str("model-name"),
     workers: num("workers", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),
-    router: (str("router") as BasicPolicyName | undefined) ?? "round-robin",
+    router: (str("router") as RouterName | undefined) ?? "round-robin",
     speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
     timingProfile: str("timing-profile"),
     sequences: num("sequences", true, 1) ?? 4,

@@ -6,6 +6,11 @@ export {
   randomPolicy,
   roundRobinPolicy,
 } from "./basic-policies.js";
+export { KvIndexer } from "./kv-index/kv-indexer.js";
+export type { ApplyStatus, OverlapScores } from "./kv-index/radix-tree.js";
+export { RadixTree } from "./kv-index/radix-tree.js";
+export type { KvPolicyOptions } from "./kv-policy.js";
+export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
 export type { RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";

@@ -66,7 +66,8 @@ export class Router {
       this.workers.adjustInflight(workerId, -1);
       this.#policy.onFinished?.(workerId, routeRequest);
     };
-    return { workerId, stream: tracked(source as AsyncIterable<GenerateResponse>, release) };
+    const firstToken = (): void => this.#policy.onFirstToken?.(workerId, routeRequest);
+    return { workerId, stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken) };
   }
 
   close(): void {
@@ -74,9 +75,14 @@ export class Router {
   }
 }
 
-/** Wraps a stream so `release` runs exactly once when it ends, fails or is abandoned. */
-function tracked<T>(source: AsyncIterable<T>, release: () => void): AsyncIterable<T> {
+/** Wraps a stream so `release` runs exactly once when it ends, fails or is abandoned, and `firstToken` on its first token. */
+function tracked(
+  source: AsyncIterable<GenerateResponse>,
+  release: () => void,
+  firstToken: () => void,
+): AsyncIterable<GenerateResponse> {
   let released = false;
+  let sawToken = false;
   const releaseOnce = (): void => {
     if (!released) {
       released = true;
@@ -84,13 +90,17 @@ function tracked<T>(source: AsyncIterable<T>, release: () => void): AsyncIterabl
     }
   };
   return {
-    [Symbol.asyncIterator](): AsyncIterator<T> {
+    [Symbol.asyncIterator](): AsyncIterator<GenerateResponse> {
       const inner = source[Symbol.asyncIterator]();
       return {
         async next() {
           try {
             const result = await inner.next();
             if (result.done) releaseOnce();
+            else if (!sawToken && result.value.type === "token-delta") {
+              sawToken = true;
+              firstToken();
+            }
             return result;
           } catch (error) {
             releaseOnce();
@@ -100,7 +110,7 @@ function tracked<T>(source: AsyncIterable<T>, release: () => void): AsyncIterabl
         async return(value?: unknown) {
           releaseOnce();
           await inner.return?.();
-          return { done: true, value: value as T };
+          return { done: true, value: value as GenerateResponse };
         },
       };
     },

@@ -1,0 +1,97 @@
+import { hashBlocks } from "../protocol/index.js";
+import type { KvIndexer } from "./kv-index/kv-indexer.js";
+import type { RoutingPolicy } from "./policy.js";
+import type { RouteRequest, WorkerView } from "./worker-view.js";
+
+export interface KvPolicyOptions {
+  readonly indexer: KvIndexer;
+  readonly blockSize: number;
+  /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
+  readonly overlapWeight?: number;
+  /** 0 picks the cheapest; above 0 samples a softmax over costs. Default 0. */
+  readonly temperature?: number;
+  readonly random?: () => number;
+}
+
+interface Booking {
+  readonly workerId: string;
+  prefillTokens: number;
+  readonly decodeBlocks: number;
+}
+
+/**
+ * Dynamo's KV-aware selection: cost = overlap_weight × prefill_tokens / block_size + decode_blocks,
+ * where prefill_tokens is the worker's active prefill plus the request's uncached tokens, and
+ * decode_blocks its active blocks plus the request's blocks. Lowest cost wins; ties go to the worker
+ * with the smaller tree, then at random.
+ */
+export function kvPolicy(
+  options: KvPolicyOptions,
+): RoutingPolicy & { bookings(workerId: string): { prefillTokens: number; decodeBlocks: number } } {
+  const weight = options.overlapWeight ?? 1;
+  const temperature = options.temperature ?? 0;
+  const random = options.random ?? Math.random;
+  const bs = options.blockSize;
+  const bookings = new Map<RouteRequest, Booking>();
+  const overlapOf = new WeakMap<RouteRequest, Map<string, number>>();
+
+  const load = (workerId: string): { prefillTokens: number; decodeBlocks: number } => {
+    let prefillTokens = 0;
+    let decodeBlocks = 0;
+    for (const b of bookings.values()) {
+      if (b.workerId !== workerId) continue;
+      prefillTokens += b.prefillTokens;
+      decodeBlocks += b.decodeBlocks;
+    }
+    return { prefillTokens, decodeBlocks };
+  };
+
+  return {
+    name: "kv",
+    select(candidates, request) {
+      const { scores, treeSizes } = options.indexer.findMatches(hashBlocks(request.tokenIds, bs).local);
+      overlapOf.set(request, scores);
+      const isl = request.tokenIds.length;
+      const costs = candidates.map((w) => {
+        const overlap = scores.get(w.id) ?? 0;
+        const active = load(w.id);
+        const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
+        const decode = active.decodeBlocks + Math.ceil(isl / bs);
+        return { worker: w, cost: (weight * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
+      });
+      if (temperature > 0) return sample(costs, temperature, random);
+      const min = Math.min(...costs.map((c) => c.cost));
+      const cheapest = costs.filter((c) => c.cost === min);
+      const smallestTree = Math.min(...cheapest.map((c) => c.tree));
+      const finalists = cheapest.filter((c) => c.tree === smallestTree);
+      return (finalists[Math.floor(random() * finalists.length)] ?? costs[0])?.worker as WorkerView;
+    },
+    onRouted(workerId, request) {
+      const overlap = overlapOf.get(request)?.get(workerId) ?? 0;
+      const isl = request.tokenIds.length;
+      bookings.set(request, { workerId, prefillTokens: Math.max(0, isl - overlap * bs), decodeBlocks: Math.ceil(isl / bs) });
+    },
+    onFirstToken(_workerId, request) {
+      const booking = bookings.get(request);
+      if (booking) booking.prefillTokens = 0;
+    },
+    onFinished(_workerId, request) {
+      bookings.delete(request);
+    },
+    bookings: load,
+  };
+}
+
+function sample(costs: { worker: WorkerView; cost: number }[], temperature: number, random: () => number): WorkerView {
+  const max = Math.max(...costs.map((c) => c.cost));
+  const min = Math.min(...costs.map((c) => c.cost));
+  const span = max - min;
+  const weights = costs.map((c) => (span === 0 ? 1 : Math.exp(-c.cost / span / temperature)));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let point = random() * total;
+  for (let i = 0; i < costs.length; i++) {
+    point -= weights[i] as number;
+    if (point <= 0) return (costs[i] as { worker: WorkerView }).worker;
+  }
+  return (costs.at(-1) as { worker: WorkerView }).worker;
+}

@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { startEmbeddedDeployment } from "../../src/cli/embedded-deployment.js";
+import { resolveServeOptions } from "../../src/cli/serve-options.js";
+import { silentLogger } from "../../src/observability/index.js";
+
+// Dynamo's black-box routing check (tests/router/common.py::_test_router_decisions), over HTTP with
+// two mocker workers and block size 8: blocks A–G are 8 distinct tokens each.
+const BLOCK = 8;
+const block = (letter: string): number[] => Array.from({ length: BLOCK }, (_, i) => 65 + (letter.charCodeAt(0) - 65) * BLOCK + i);
+const prompt = (letters: string): number[] => [...letters].flatMap(block);
+
+test("the kv router sends a request where its prefix is cached, ties to the smaller tree", async () => {
+  const options = resolveServeOptions(
+    [
+      "--engine",
+      "mocker",
+      "--workers",
+      "2",
+      "--router",
+      "kv",
+      "--block-size",
+      String(BLOCK),
+      "--port",
+      "0",
+      "--speedup-ratio",
+      "100",
+    ],
+    {},
+  );
+  const deployment = await startEmbeddedDeployment(options, silentLogger);
+  const [a, b] = deployment.workers.map((w) => w.id) as [string, string];
+  const send = async (letters: string, pinned?: string): Promise<string> => {
+    const res = await fetch(`${deployment.frontend.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "armature-mocker",
+        prompt: prompt(letters),
+        max_tokens: 1,
+        ...(pinned ? { nvext: { backend_instance_id: pinned } } : {}),
+      }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.json();
+    await new Promise((r) => setTimeout(r, 30)); // let the KV events reach the index
+    return res.headers.get("x-armature-worker") ?? "";
+  };
+  try {
+    await send("AB", a);
+    await send("ACD", a);
+    await send("ACE", b);
+    assert.equal(await send("ACDF"), a, "3 cached blocks on a against 2 on b");
+    assert.equal(await send("ACG"), b, "2 blocks each; b's tree (3 blocks) is smaller than a's (5)");
+  } finally {
+    await deployment.close(1000);
+  }
+});
