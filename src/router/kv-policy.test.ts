@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { silentLogger } from "../observability/index.js";
+import { chainBlockHash, localBlockHash, type ModelCard } from "../protocol/index.js";
+import { createEmbeddedRuntime } from "../runtime/index.js";
+import { KvIndexer } from "./kv-index/kv-indexer.js";
+import { kvPolicy } from "./kv-policy.js";
+import type { WorkerView } from "./worker-view.js";
+
+const BS = 4;
+const view = (id: string): WorkerView => ({ id, card: { name: "m" } as ModelCard, inflight: 0, published: undefined });
+const tokens = (n: number, offset = 0) => Array.from({ length: n }, (_, i) => i + offset);
+
+function setup(random = () => 0) {
+  const runtime = createEmbeddedRuntime();
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
+  const policy = kvPolicy({ indexer, blockSize: BS, random });
+  const cache = (workerId: string, t: number[]) => {
+    let parent: bigint | null = null;
+    const blocks = [];
+    for (let i = 0; i + BS <= t.length; i += BS) {
+      const tokensHash = localBlockHash(t.slice(i, i + BS));
+      const blockHash: bigint = parent === null ? tokensHash : chainBlockHash(parent, tokensHash);
+      blocks.push({ blockHash, tokensHash });
+      parent = blockHash;
+    }
+    indexer.apply({
+      type: "kv-event-batch",
+      workerId,
+      eventId: 1,
+      events: [{ type: "kv-block-stored", parentHash: null, blocks, blockSize: BS }],
+    });
+  };
+  return { policy, cache, close: () => runtime.close() };
+}
+
+test("temperature 0 picks the worker with the longest cached prefix", async () => {
+  const { policy, cache, close } = setup();
+  cache("a", tokens(8));
+  cache("b", tokens(16));
+  assert.equal(policy.select([view("a"), view("b")], { model: "m", tokenIds: tokens(20) }).id, "b");
+  await close();
+});
+
+test("active load counts: a busy worker loses to an idle one with the same overlap", async () => {
+  const { policy, close } = setup();
+  const first = { model: "m", tokenIds: tokens(40) };
+  policy.onRouted?.("a", first);
+  assert.deepEqual(policy.bookings("a"), { prefillTokens: 40, decodeBlocks: 10 });
+  assert.equal(policy.select([view("a"), view("b")], { model: "m", tokenIds: tokens(8, 100) }).id, "b");
+  policy.onFirstToken?.("a", first);
+  assert.deepEqual(policy.bookings("a"), { prefillTokens: 0, decodeBlocks: 10 });
+  policy.onFinished?.("a", first);
+  assert.deepEqual(policy.bookings("a"), { prefillTokens: 0, decodeBlocks: 0 });
+  await close();
+});
+
+test("equal costs go to the smaller tree, then at random", async () => {
+  const { policy, cache, close } = setup(() => 0.99);
+  cache("a", [...tokens(4), ...tokens(8, 50)]);
+  cache("b", tokens(4));
+  assert.equal(policy.select([view("a"), view("b")], { model: "m", tokenIds: tokens(8) }).id, "b");
+  assert.equal(
+    policy.select([view("c"), view("d")], { model: "m", tokenIds: tokens(8) }).id,
+    "d",
+    "random picks the last at 0.99",
+  );
+  await close();
+});
