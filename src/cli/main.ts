@@ -4,6 +4,7 @@ import { createLogger } from "../observability/index.js";
 import { isArmatureError } from "../protocol/index.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
+import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
 
 const USAGE = `armature — serve large language models with an OpenAI-compatible API
@@ -11,6 +12,7 @@ const USAGE = `armature — serve large language models with an OpenAI-compatibl
 usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
+  armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature hash --block-size B --tokens 1,2,… [--lora NAME] [--json]
                                   Dynamo-compatible block hashes of a token list
 `;
@@ -28,6 +30,16 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await serve(rest);
       case "model":
         return await model(rest);
+      case "replay":
+        if (rest.includes("--help")) {
+          process.stdout.write(`${REPLAY_USAGE}\n`);
+          return 0;
+        }
+        return await replayCommand(
+          rest,
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+        );
       case "hash":
         if (rest.includes("--help")) {
           process.stdout.write(`${HASH_USAGE}\n`);

@@ -21,3 +21,17 @@ test("an aborted virtual sleep rejects and leaves no timer behind", async () => 
   await assert.rejects(sleeping, /stop/);
   assert.equal(clock.pendingTimers, 0);
 });
+
+test("many sleepers fire in deadline order, equal deadlines in the order they were set", async () => {
+  const clock = new VirtualClock();
+  const fired: number[] = [];
+  const deadlines = Array.from({ length: 200 }, (_, i) => (i * 7919) % 101);
+  deadlines.forEach((ms, i) => void clock.sleep(ms).then(() => fired.push(i)));
+  await clock.runUntilIdle();
+  const expected = deadlines
+    .map((ms, i) => ({ ms, i }))
+    .sort((a, b) => a.ms - b.ms || a.i - b.i)
+    .map((x) => x.i);
+  assert.deepEqual(fired, expected);
+  assert.equal(clock.now(), 100);
+});

@@ -37,16 +37,19 @@ interface Timer {
   readonly at: number;
   readonly seq: number;
   readonly fire: () => void;
+  cancelled: boolean;
 }
 
 /**
  * Simulated time: `sleep` parks the caller until `advance`/`runUntilIdle` moves time past its
- * deadline. Timers with equal deadlines fire in the order they were set.
+ * deadline. Timers with equal deadlines fire in the order they were set. Timers live in a binary
+ * heap, so a replay with millions of engine steps stays O(log n) per step.
  */
 export class VirtualClock implements Clock {
   #now: number;
   #seq = 0;
-  #timers: Timer[] = [];
+  readonly #heap: Timer[] = [];
+  #live = 0;
 
   constructor(startMs = 0) {
     this.#now = startMs;
@@ -59,12 +62,15 @@ export class VirtualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer: Timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fire: resolve };
-      this.#timers.push(timer);
+      const timer: Timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fire: resolve, cancelled: false };
+      this.#push(timer);
+      this.#live++;
       signal?.addEventListener(
         "abort",
         () => {
-          this.#timers = this.#timers.filter((t) => t !== timer);
+          if (timer.cancelled) return;
+          timer.cancelled = true;
+          this.#live--;
           reject(signal.reason);
         },
         { once: true },
@@ -74,50 +80,84 @@ export class VirtualClock implements Clock {
 
   /** Number of sleepers waiting. */
   get pendingTimers(): number {
-    return this.#timers.length;
+    return this.#live;
   }
 
   /** Moves time forward by `ms`, firing every timer due on the way, in order. */
   async advance(ms: number): Promise<void> {
     const target = this.#now + ms;
-    for (;;) {
-      const next = this.#earliest();
-      if (next === undefined || next.at > target) break;
-      this.#fire(next);
-      await settle();
-    }
-    this.#now = target;
+    await this.#runWhile((at) => at <= target);
+    this.#now = Math.max(this.#now, target);
   }
 
   /** Fires timers in deadline order until none is left or `limitMs` of virtual time has passed. */
   async runUntilIdle(limitMs = Number.POSITIVE_INFINITY): Promise<void> {
     const stopAt = this.#now + limitMs;
     await settle();
+    await this.#runWhile((at) => at <= stopAt);
+  }
+
+  async #runWhile(due: (at: number) => boolean): Promise<void> {
     for (;;) {
-      const next = this.#earliest();
-      if (next === undefined || next.at > stopAt) return;
-      this.#fire(next);
+      const next = this.#peek();
+      if (next === undefined || !due(next.at)) return;
+      // Fire every timer of this instant, then let the code they woke run before time moves on.
+      const at = next.at;
+      this.#now = Math.max(this.#now, at);
+      for (let t = this.#peek(); t !== undefined && t.at === at; t = this.#peek()) {
+        this.#pop();
+        this.#live--;
+        t.fire();
+      }
       await settle();
     }
   }
 
-  #earliest(): Timer | undefined {
-    let best: Timer | undefined;
-    for (const t of this.#timers) {
-      if (best === undefined || t.at < best.at || (t.at === best.at && t.seq < best.seq)) best = t;
-    }
-    return best;
+  #peek(): Timer | undefined {
+    // Drop timers cancelled by their signal.
+    while (this.#heap.length > 0 && (this.#heap[0] as Timer).cancelled) this.#pop();
+    return this.#heap[0];
   }
 
-  #fire(timer: Timer): void {
-    this.#timers = this.#timers.filter((t) => t !== timer);
-    this.#now = Math.max(this.#now, timer.at);
-    timer.fire();
+  #push(timer: Timer): void {
+    const heap = this.#heap;
+    heap.push(timer);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(heap[i] as Timer, heap[parent] as Timer)) break;
+      [heap[i], heap[parent]] = [heap[parent] as Timer, heap[i] as Timer];
+      i = parent;
+    }
+  }
+
+  #pop(): Timer | undefined {
+    const heap = this.#heap;
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0 && last !== undefined) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && before(heap[l] as Timer, heap[m] as Timer)) m = l;
+        if (r < heap.length && before(heap[r] as Timer, heap[m] as Timer)) m = r;
+        if (m === i) break;
+        [heap[i], heap[m]] = [heap[m] as Timer, heap[i] as Timer];
+        i = m;
+      }
+    }
+    return top;
   }
 }
 
-/** Lets every already-resolved promise chain run before time moves again. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-  await new Promise<void>((resolve) => setImmediate(resolve));
+function before(a: Timer, b: Timer): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
+/** Lets every promise chain that is ready run before time moves again. */
+function settle(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
 }

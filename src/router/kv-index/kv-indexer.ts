@@ -5,7 +5,8 @@ import { subjects } from "../../worker/index.js";
 import { type ApplyStatus, type OverlapScores, RadixTree } from "./radix-tree.js";
 
 export interface KvIndexerOptions {
-  readonly runtime: Runtime;
+  /** Where events and worker departures come from; absent when the caller applies events itself (replay). */
+  readonly runtime?: Runtime;
   readonly logger: Logger;
   /** Block size the router hashes with; events of another size are refused loudly. */
   readonly blockSize: number;
@@ -31,12 +32,15 @@ export class KvIndexer {
   constructor(options: KvIndexerOptions) {
     this.#log = options.logger.child({ component: "kv-indexer" });
     this.#blockSize = options.blockSize;
-    this.#stops.push(
-      options.runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch)),
-      options.runtime.discovery.watch((event) => {
-        if (event.type === "instance-removed") this.removeWorker(event.instanceId);
-      }),
-    );
+    const runtime = options.runtime;
+    if (runtime) {
+      this.#stops.push(
+        runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch)),
+        runtime.discovery.watch((event) => {
+          if (event.type === "instance-removed") this.removeWorker(event.instanceId);
+        }),
+      );
+    }
   }
 
   /** Applies one batch of a worker's events, in order. */

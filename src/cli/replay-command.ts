@@ -1,0 +1,90 @@
+import { parseArgs } from "node:util";
+import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "../engines/index.js";
+import { ArmatureError } from "../protocol/index.js";
+import { loadTrace, type ReplayPolicy, type ReplayResult, replay, sharedCacheHitBound } from "../sim/index.js";
+
+export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,round-robin,random,least-loaded]
+       [--speedup X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
+       [--seed N] [--limit N] [--json]`;
+
+const POLICIES: readonly ReplayPolicy[] = ["kv", "round-robin", "random", "least-loaded"];
+
+/** `armature replay`: a Mooncake trace through the real router and mocker workers, in virtual time. */
+export async function replayCommand(
+  argv: readonly string[],
+  out: (t: string) => void,
+  err: (t: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      workers: { type: "string", default: "8" },
+      policy: { type: "string", default: "kv" },
+      speedup: { type: "string", default: "1" },
+      "block-size": { type: "string", default: "64" },
+      "kv-blocks": { type: "string", default: "16384" },
+      "trace-block-size": { type: "string", default: "512" },
+      "timing-profile": { type: "string" },
+      seed: { type: "string", default: "1" },
+      limit: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  const path = positionals[0];
+  if (!path) throw new ArmatureError("CONFIG_INVALID", `a trace file is required\n${REPLAY_USAGE}`);
+  const number = (flag: string, value: string | undefined, min: number): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < min)
+      throw new ArmatureError("CONFIG_INVALID", `--${flag} must be a number ≥ ${min}, got '${value}'`);
+    return n;
+  };
+  const policies = (values.policy ?? "kv").split(",").map((p) => p.trim()) as ReplayPolicy[];
+  for (const p of policies) {
+    if (!POLICIES.includes(p)) throw new ArmatureError("CONFIG_INVALID", `--policy takes ${POLICIES.join(", ")}; got '${p}'`);
+  }
+  let trace = await loadTrace(path);
+  if (values.limit) trace = trace.slice(0, number("limit", values.limit, 1));
+  const speedup = number("speedup", values.speedup, Number.MIN_VALUE);
+  const blockSize = number("block-size", values["block-size"], 1);
+  const traceBlockSize = number("trace-block-size", values["trace-block-size"], 1);
+  const timing = values["timing-profile"]
+    ? profiledTimingModel(await loadTimingProfile(values["timing-profile"]))
+    : polynomialTimingModel();
+  const results: ReplayResult[] = [];
+  for (const policy of policies) {
+    const result = await replay({
+      trace,
+      policy,
+      workers: number("workers", values.workers, 1),
+      speedup,
+      blockSize,
+      kvBlocks: number("kv-blocks", values["kv-blocks"], 1),
+      traceBlockSize,
+      timing,
+      seed: number("seed", values.seed, 0),
+      onProgress: (done, total) => err(`\r${policy}: ${done}/${total} requests`),
+    });
+    err(`\r${policy}: done in ${result.wall_seconds.toFixed(1)} s${" ".repeat(20)}\n`);
+    results.push(result);
+    if (values.json) out(`${JSON.stringify(result)}\n`);
+  }
+  if (!values.json) {
+    const bound = sharedCacheHitBound(trace, traceBlockSize, blockSize);
+    out(
+      `${trace.length} requests, ${values.workers} workers, speedup ${speedup}; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
+    );
+    out(
+      "| policy | completed | hit rate | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | sim s | wall s |\n",
+    );
+    out("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const r of results) {
+      const f = (s: { mean: number; p50: number; p99: number }) =>
+        `${s.mean.toFixed(0)} / ${s.p50.toFixed(0)} / ${s.p99.toFixed(0)}`;
+      out(
+        `| ${r.policy} | ${r.completed}/${r.requests} | ${(100 * r.hit_rate).toFixed(1)}% | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
+      );
+    }
+  }
+  return 0;
+}

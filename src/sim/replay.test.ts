@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { sharedCacheHitBound } from "./cache-bound.js";
+import { replay } from "./replay.js";
+import { synthesizeTokens, type TraceRequest } from "./trace.js";
+
+// A small conversation-like trace: 6 sessions, each turn extending the session's previous prompt.
+function conversationTrace(): TraceRequest[] {
+  const trace: TraceRequest[] = [];
+  let nextId = 1000;
+  for (let turn = 0; turn < 5; turn++) {
+    for (let session = 0; session < 6; session++) {
+      const hashIds = [0, ...Array.from({ length: turn + 2 }, (_, k) => session * 100 + k)];
+      hashIds.push(nextId++);
+      trace.push({ timestamp: turn * 4000 + session * 300, inputLength: hashIds.length * 64 - 10, outputLength: 20, hashIds });
+    }
+  }
+  return trace;
+}
+
+test("equal hash ids give equal token blocks, different ids different ones", () => {
+  const a = synthesizeTokens({ timestamp: 0, inputLength: 128, outputLength: 1, hashIds: [1, 2] }, 64, 32000, 0);
+  const b = synthesizeTokens({ timestamp: 0, inputLength: 128, outputLength: 1, hashIds: [1, 3] }, 64, 32000, 1);
+  assert.deepEqual(a.slice(0, 64), b.slice(0, 64));
+  assert.notDeepEqual(a.slice(64), b.slice(64));
+});
+
+test("the same trace and seed give the same numbers", async () => {
+  const options = { trace: conversationTrace(), workers: 3, blockSize: 16, traceBlockSize: 64, seed: 7 } as const;
+  for (const policy of ["kv", "random"] as const) {
+    const a = await replay({ ...options, policy });
+    const b = await replay({ ...options, policy });
+    assert.deepEqual({ ...a, wall_seconds: 0 }, { ...b, wall_seconds: 0 });
+    assert.equal(a.completed, 30);
+  }
+});
+
+test("kv routing finds the sessions' cached prefixes that round-robin scatters", async () => {
+  const trace = conversationTrace();
+  const options = { trace, workers: 3, blockSize: 16, traceBlockSize: 64 } as const;
+  const kv = await replay({ ...options, policy: "kv" });
+  const rr = await replay({ ...options, policy: "round-robin" });
+  assert.ok(kv.hit_rate > rr.hit_rate, `kv ${kv.hit_rate} vs round-robin ${rr.hit_rate}`);
+  assert.ok(kv.hit_rate <= sharedCacheHitBound(trace, 64, 16) + 1e-9);
+});
