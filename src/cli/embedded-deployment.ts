@@ -64,18 +64,20 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   }
   let indexer: KvIndexer | undefined;
   let policy: RoutingPolicy;
-  if (options.router === "kv") {
+  const routerName = options.router ?? (workers.every((w) => w.card.publishesKvEvents) ? "kv" : "round-robin");
+  if (routerName === "kv") {
     // The index must exist before workers publish, so it is built from the first card's block size.
     const blockSize = workers[0]?.card.blockSize ?? 16;
     indexer = new KvIndexer({ runtime, logger, blockSize });
     policy = kvPolicy({ indexer, blockSize });
   } else {
-    policy = createBasicPolicy(options.router);
+    policy = createBasicPolicy(routerName);
   }
   const router = new Router({ runtime, policy, logger });
   const frontend = await Frontend.create({
     router,
     meter: new PrometheusMeter(),
+    kvIndexer: indexer,
     logger,
     host: options.host,
     port: options.port,

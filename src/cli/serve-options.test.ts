@@ -9,7 +9,7 @@ test("defaults match the documentation", () => {
   const o = resolveServeOptions([], {});
   assert.deepEqual(
     [o.host, o.port, o.engine, o.workers, o.router, o.speedupRatio],
-    ["127.0.0.1", 8000, "llamacpp", 1, "round-robin", 1],
+    ["127.0.0.1", 8000, "llamacpp", 1, undefined, 1],
   );
 });
 

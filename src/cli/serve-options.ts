@@ -15,7 +15,8 @@ export interface ServeOptions {
   readonly modelName: string | undefined;
   readonly workers: number;
   readonly blockSize: number | undefined;
-  readonly router: RouterName;
+  /** Absent: `kv` when the workers publish KV events, else round-robin. */
+  readonly router: RouterName | undefined;
   readonly speedupRatio: number;
   readonly timingProfile: string | undefined;
   readonly sequences: number;
@@ -47,7 +48,7 @@ export const serveSettings: Record<string, Setting> = {
   router: {
     type: "string",
     env: "ARMATURE_ROUTER",
-    help: "round-robin | random | least-loaded | kv (default round-robin)",
+    help: "kv | round-robin | random | least-loaded (default kv when workers publish KV events)",
     choices: routerNames,
   },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
@@ -115,7 +116,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     modelName: str("model-name"),
     workers: num("workers", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),
-    router: (str("router") as RouterName | undefined) ?? "round-robin",
+    router: str("router") as RouterName | undefined,
     speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
     timingProfile: str("timing-profile"),
     sequences: num("sequences", true, 1) ?? 4,

@@ -77,6 +77,8 @@ export class FrontendMetrics {
   readonly outputTokensTotal: CounterMetric;
   readonly cachedTokens: HistogramMetric;
   readonly disconnected: CounterMetric;
+  readonly #kvHitRate: HistogramMetric;
+  readonly #kvEventsApplied: GaugeMetric;
   readonly #workerBlocks: GaugeMetric;
   readonly #workerRequests: GaugeMetric;
   readonly #modelKvBlocks: GaugeMetric;
@@ -122,6 +124,17 @@ export class FrontendMetrics {
       ["model"],
       TOKEN_BUCKETS,
     );
+    this.#kvHitRate = meter.histogram(
+      `${p}kv_hit_rate`,
+      "Share of each prompt the chosen worker already cached, as the KV router saw it",
+      ["model"],
+      [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1],
+    );
+    this.#kvEventsApplied = meter.gauge(
+      "router_kv_cache_events_applied",
+      "KV events the router's index applied since start, by event type and outcome",
+      ["event_type", "status"],
+    );
     this.disconnected = meter.counter(`${p}disconnected_clients`, "Clients that went away before their response ended");
     this.#workerBlocks = meter.gauge(`${p}worker_active_decode_blocks`, "KV blocks in use on each worker, as it last reported", [
       "worker_id",
@@ -146,6 +159,18 @@ export class FrontendMetrics {
       this.#itlByModel.set(model, observe);
     }
     return observe;
+  }
+
+  observeKvHit(model: string, share: number): void {
+    this.#kvHitRate.observe({ model }, Math.min(1, share));
+  }
+
+  /** Copies the KV index's applied-event counts (kept by the index) into the gauge. */
+  refreshKvEvents(applied: ReadonlyMap<string, number>): void {
+    for (const [key, count] of applied) {
+      const [type, status] = key.split(":") as [string, string];
+      this.#kvEventsApplied.set({ event_type: type.replace(/^kv-(block-)?/, ""), status }, count);
+    }
   }
 
   startRequest(model: string): RequestTimer {

@@ -24,6 +24,7 @@ export interface GenerationObserver {
 
 export interface Generation {
   readonly workerId: string;
+  readonly overlapBlocks: number | undefined;
   readonly promptTokens: number;
   /** Text deltas (never splitting a character, never leaking past a stop string), then one end. */
   readonly events: AsyncIterable<GenerationEvent>;
@@ -65,6 +66,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
   }
   return {
     workerId: call.workerId,
+    overlapBlocks: call.overlapBlocks,
     promptTokens: tokenIds.length,
     events: textEvents(first, upstream, input, tokenIds.length),
   };

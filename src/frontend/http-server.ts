@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Logger, MetricMeter } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
-import type { Router } from "../router/index.js";
+import type { KvIndexer, Router } from "../router/index.js";
 import { FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -13,6 +13,8 @@ import { handleHealth, handleLive, handleMetrics, handleModels } from "./routes/
 
 export interface FrontendOptions {
   readonly router: Router;
+  /** The KV router's index, whose applied-event counts `/metrics` reports. */
+  readonly kvIndexer?: KvIndexer | undefined;
   readonly meter: MetricMeter;
   readonly logger: Logger;
   readonly host?: string;
@@ -100,6 +102,7 @@ export class Frontend {
       case "GET /live":
         return handleLive(res, headers);
       case "GET /metrics":
+        if (this.#o.kvIndexer) this.#metrics.refreshKvEvents(this.#o.kvIndexer.applied);
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
         const known = ["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/live", "/metrics"].includes(path);

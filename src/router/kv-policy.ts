@@ -78,6 +78,9 @@ export function kvPolicy(
     onFinished(_workerId, request) {
       bookings.delete(request);
     },
+    overlapBlocks(workerId, request) {
+      return overlapOf.get(request)?.get(workerId) ?? 0;
+    },
     bookings: load,
   };
 }

@@ -11,4 +11,6 @@ export interface RoutingPolicy {
   /** The worker produced the request's first token: its prefill is done. */
   onFirstToken?(workerId: string, request: RouteRequest): void;
   onFinished?(workerId: string, request: RouteRequest): void;
+  /** Blocks of the request's prompt the chosen worker already caches, for policies that know. */
+  overlapBlocks?(workerId: string, request: RouteRequest): number | undefined;
 }

@@ -13,6 +13,8 @@ export interface RouterOptions {
 /** A routed call: which worker serves it and the stream of its responses. */
 export interface RoutedCall {
   readonly workerId: string;
+  /** Prompt blocks the worker already caches, when the policy knows (the KV policy does). */
+  readonly overlapBlocks: number | undefined;
   readonly stream: AsyncIterable<GenerateResponse>;
 }
 
@@ -67,7 +69,11 @@ export class Router {
       this.#policy.onFinished?.(workerId, routeRequest);
     };
     const firstToken = (): void => this.#policy.onFirstToken?.(workerId, routeRequest);
-    return { workerId, stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken) };
+    return {
+      workerId,
+      overlapBlocks: this.#policy.overlapBlocks?.(workerId, routeRequest),
+      stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken),
+    };
   }
 
   close(): void {

@@ -30,6 +30,7 @@ test("the kv router sends a request where its prefix is cached, ties to the smal
   );
   const deployment = await startEmbeddedDeployment(options, silentLogger);
   const [a, b] = deployment.workers.map((w) => w.id) as [string, string];
+  const overlaps: string[] = [];
   const send = async (letters: string, pinned?: string): Promise<string> => {
     const res = await fetch(`${deployment.frontend.url}/v1/completions`, {
       method: "POST",
@@ -43,6 +44,7 @@ test("the kv router sends a request where its prefix is cached, ties to the smal
     });
     assert.equal(res.status, 200, await res.clone().text());
     await res.json();
+    overlaps.push(res.headers.get("x-armature-overlap-blocks") ?? "");
     await new Promise((r) => setTimeout(r, 30)); // let the KV events reach the index
     return res.headers.get("x-armature-worker") ?? "";
   };
@@ -52,6 +54,10 @@ test("the kv router sends a request where its prefix is cached, ties to the smal
     await send("ACE", b);
     assert.equal(await send("ACDF"), a, "3 cached blocks on a against 2 on b");
     assert.equal(await send("ACG"), b, "2 blocks each; b's tree (3 blocks) is smaller than a's (5)");
+    assert.deepEqual(overlaps.slice(-2), ["3", "2"], "x-armature-overlap-blocks names the cached blocks");
+    const metrics = await (await fetch(`${deployment.frontend.url}/metrics`)).text();
+    assert.match(metrics, /armature_router_kv_cache_events_applied\{event_type="stored",status="ok"\} \d+/);
+    assert.match(metrics, /armature_frontend_kv_hit_rate_bucket/);
   } finally {
     await deployment.close(1000);
   }

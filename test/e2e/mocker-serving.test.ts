@@ -19,7 +19,7 @@ async function instanceIds(url: string): Promise<string[]> {
 }
 
 test("requests spread round-robin over workers and a pinned request goes where it is pinned", async () => {
-  const server = await startServe(["--engine", "mocker", "--workers", "2", "--speedup-ratio", "100"]);
+  const server = await startServe(["--engine", "mocker", "--workers", "2", "--router", "round-robin", "--speedup-ratio", "100"]);
   try {
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const ids = await instanceIds(server.url);

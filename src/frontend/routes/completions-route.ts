@@ -57,7 +57,11 @@ export async function handleCompletions(
       signal: controller.signal,
       observer: timer,
     });
-    const headers = { ...baseHeaders, "x-armature-worker": generation.workerId };
+    const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
+    if (generation.overlapBlocks !== undefined) {
+      headers["x-armature-overlap-blocks"] = String(generation.overlapBlocks);
+      deps.metrics.observeKvHit(request.model, (generation.overlapBlocks * pipeline.card.blockSize) / tokenIds.length);
+    }
     const idn: ResponseIdentity = {
       id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${requestId}`,
       created: Math.floor(Date.now() / 1000),
