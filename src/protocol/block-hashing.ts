@@ -12,17 +12,17 @@ export function loraSeed(loraName: string | undefined): bigint {
 
 /** XXH3-64 of a block's token ids as u32 little-endian bytes. */
 export function localBlockHash(tokens: ArrayLike<number>, seed: bigint = BLOCK_HASH_SEED): bigint {
-  const bytes = Buffer.allocUnsafe(tokens.length * 4);
-  for (let i = 0; i < tokens.length; i++) bytes.writeUInt32LE(tokens[i] ?? 0, i * 4);
-  return xxh3.xxh64(bytes, seed);
+  return xxh3.xxh64(u32Bytes(tokens, 0, tokens.length), seed);
 }
+
+const chainScratch = Buffer.alloc(16);
 
 /** Chains a block onto its parent: XXH3-64(le64(parent) ‖ le64(local)), seed 1337. */
 export function chainBlockHash(parent: bigint, local: bigint): bigint {
-  const bytes = Buffer.allocUnsafe(16);
-  bytes.writeBigUInt64LE(parent, 0);
-  bytes.writeBigUInt64LE(local, 8);
-  return xxh3.xxh64(bytes, BLOCK_HASH_SEED);
+  // The hash reads the bytes synchronously, so one scratch buffer serves every call.
+  chainScratch.writeBigUInt64LE(parent, 0);
+  chainScratch.writeBigUInt64LE(local, 8);
+  return xxh3.xxh64(chainScratch, BLOCK_HASH_SEED);
 }
 
 export interface BlockHashes {
@@ -33,15 +33,28 @@ export interface BlockHashes {
 /** Hashes the full blocks of a token sequence; a trailing partial block is ignored. */
 export function hashBlocks(tokens: ArrayLike<number>, blockSize: number, loraName?: string): BlockHashes {
   const seed = loraSeed(loraName);
-  const local: bigint[] = [];
-  const sequence: bigint[] = [];
   const full = Math.floor(tokens.length / blockSize);
+  const bytes = u32Bytes(tokens, 0, full * blockSize);
+  const local: bigint[] = new Array(full);
+  const sequence: bigint[] = new Array(full);
   for (let b = 0; b < full; b++) {
-    const block = Array.prototype.slice.call(tokens, b * blockSize, (b + 1) * blockSize) as number[];
-    const h = localBlockHash(block, seed);
-    local.push(h);
-    const prev = sequence[b - 1];
-    sequence.push(prev === undefined ? h : chainBlockHash(prev, h));
+    const h = xxh3.xxh64(bytes.subarray(b * blockSize * 4, (b + 1) * blockSize * 4), seed);
+    local[b] = h;
+    sequence[b] = b === 0 ? h : chainBlockHash(sequence[b - 1] as bigint, h);
   }
   return { local, sequence };
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** Tokens [start, end) as u32 little-endian bytes. */
+function u32Bytes(tokens: ArrayLike<number>, start: number, end: number): Buffer {
+  if (LITTLE_ENDIAN && tokens instanceof Uint32Array) {
+    return Buffer.from(tokens.buffer, tokens.byteOffset + start * 4, (end - start) * 4);
+  }
+  const words = new Uint32Array(end - start);
+  for (let i = start; i < end; i++) words[i - start] = tokens[i] as number;
+  const bytes = Buffer.from(words.buffer, words.byteOffset, words.byteLength);
+  if (!LITTLE_ENDIAN) bytes.swap32();
+  return bytes;
 }

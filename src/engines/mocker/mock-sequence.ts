@@ -1,4 +1,4 @@
-import { chainBlockHash, localBlockHash } from "../../protocol/index.js";
+import { chainBlockHash, hashBlocks, localBlockHash } from "../../protocol/index.js";
 import type { BlockManager } from "./block-manager.js";
 
 /** One request inside the mocker: its tokens, how many have KV computed, and the blocks it holds. */
@@ -15,6 +15,8 @@ export class MockSequence {
   cancelled = false;
   readonly #fullBlocks: bigint[] = [];
   #holdsPartial = false;
+  /** Local and sequence hashes of the prompt's full blocks, computed once. */
+  #promptHashes: { local: bigint[]; sequence: bigint[] } | undefined;
 
   constructor(requestId: string, promptTokens: readonly number[], maxTokens: number) {
     this.requestId = requestId;
@@ -34,15 +36,9 @@ export class MockSequence {
 
   /** Takes the cached prefix of the tokens from the cache; returns the tokens it covers. */
   adoptCachedPrefix(blocks: BlockManager): number {
-    const hashes: bigint[] = [];
     const fullBlocks = Math.floor((this.tokens.length - 1) / blocks.blockSize);
-    let parent: bigint | undefined;
-    for (let b = 0; b < fullBlocks; b++) {
-      const local = localBlockHash(this.tokens.slice(b * blocks.blockSize, (b + 1) * blocks.blockSize));
-      parent = parent === undefined ? local : chainBlockHash(parent, local);
-      hashes.push(parent);
-    }
-    const hit = blocks.cachedPrefix(hashes);
+    const hashes = this.#hashesUpTo(fullBlocks, blocks.blockSize).sequence;
+    const hit = blocks.cachedPrefix(hashes.slice(0, fullBlocks));
     for (let b = 0; b < hit; b++) {
       const hash = hashes[b] as bigint;
       blocks.acquireCached(hash);
@@ -50,6 +46,14 @@ export class MockSequence {
     }
     this.computed = hit * blocks.blockSize;
     return this.computed;
+  }
+
+  /** Hashes of at least the first `count` full blocks (prompt blocks are hashed once). */
+  #hashesUpTo(count: number, blockSize: number): { local: bigint[]; sequence: bigint[] } {
+    if (!this.#promptHashes || this.#promptHashes.local.length < count) {
+      this.#promptHashes = hashBlocks(this.tokens, blockSize);
+    }
+    return this.#promptHashes;
   }
 
   /**
@@ -68,9 +72,10 @@ export class MockSequence {
       done++;
       if (this.computed % blocks.blockSize === 0) {
         const index = this.computed / blocks.blockSize - 1;
-        const local = localBlockHash(this.tokens.slice(index * blocks.blockSize, this.computed));
+        const known = this.#promptHashes?.local[index];
+        const local = known ?? localBlockHash(this.tokens.slice(index * blocks.blockSize, this.computed));
         const parent = this.#fullBlocks[index - 1] ?? null;
-        const hash = parent === null ? local : chainBlockHash(parent, local);
+        const hash = parent === null ? local : (this.#promptHashes?.sequence[index] ?? chainBlockHash(parent, local));
         blocks.commitFull(hash, local, parent);
         this.#fullBlocks.push(hash);
         this.#holdsPartial = false;
