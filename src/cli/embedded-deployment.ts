@@ -73,7 +73,16 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   } else {
     policy = createBasicPolicy(routerName);
   }
-  const router = new Router({ runtime, policy, logger });
+  const router = new Router({
+    runtime,
+    policy,
+    logger,
+    busy: {
+      ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
+      ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
+      ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
+    },
+  });
   const frontend = await Frontend.create({
     router,
     meter: new PrometheusMeter(),

@@ -19,6 +19,9 @@ export interface ServeOptions {
   readonly router: RouterName | undefined;
   readonly speedupRatio: number;
   readonly timingProfile: string | undefined;
+  readonly busyDecodeBlocks: number | undefined;
+  readonly busyPrefillFrac: number | undefined;
+  readonly routerQueueSize: number | undefined;
   readonly sequences: number;
   readonly contextSize: number;
   readonly logLevel: string;
@@ -56,6 +59,21 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     env: "ARMATURE_TIMING_PROFILE",
     help: "mocker: JSON timing profile instead of the polynomial model",
+  },
+  "busy-decode-blocks": {
+    type: "number",
+    env: "ARMATURE_BUSY_DECODE_BLOCKS",
+    help: "a worker is busy above this fraction of its KV blocks in use (default 1.0)",
+  },
+  "busy-prefill-frac": {
+    type: "number",
+    env: "ARMATURE_BUSY_PREFILL_FRAC",
+    help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
+  },
+  "router-queue-size": {
+    type: "integer",
+    env: "ARMATURE_ROUTER_QUEUE_SIZE",
+    help: "requests that may wait while every worker is busy; more get 503 (default 1024)",
   },
   sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
   "context-size": { type: "integer", env: "ARMATURE_CONTEXT_SIZE", help: "llamacpp: tokens per sequence (default 2048)" },
@@ -119,6 +137,9 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     router: str("router") as RouterName | undefined,
     speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
     timingProfile: str("timing-profile"),
+    busyDecodeBlocks: num("busy-decode-blocks", false, 0),
+    busyPrefillFrac: num("busy-prefill-frac", false, 0),
+    routerQueueSize: num("router-queue-size", true, 0),
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16) ?? 2048,
     logLevel: str("log-level") ?? "info",

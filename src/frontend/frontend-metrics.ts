@@ -79,6 +79,7 @@ export class FrontendMetrics {
   readonly disconnected: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
   readonly #kvEventsApplied: GaugeMetric;
+  readonly #queuePending: GaugeMetric;
   readonly #workerBlocks: GaugeMetric;
   readonly #workerRequests: GaugeMetric;
   readonly #modelKvBlocks: GaugeMetric;
@@ -135,6 +136,7 @@ export class FrontendMetrics {
       "KV events the router's index applied since start, by event type and outcome",
       ["event_type", "status"],
     );
+    this.#queuePending = meter.gauge(`${p}router_queue_pending_requests`, "Requests waiting because every worker is busy");
     this.disconnected = meter.counter(`${p}disconnected_clients`, "Clients that went away before their response ended");
     this.#workerBlocks = meter.gauge(`${p}worker_active_decode_blocks`, "KV blocks in use on each worker, as it last reported", [
       "worker_id",
@@ -159,6 +161,10 @@ export class FrontendMetrics {
       this.#itlByModel.set(model, observe);
     }
     return observe;
+  }
+
+  setQueuePending(count: number): void {
+    this.#queuePending.set({}, count);
   }
 
   observeKvHit(model: string, share: number): void {

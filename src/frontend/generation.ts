@@ -55,7 +55,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     ignoreEos: params.ignoreEos,
     constraint: params.constraint,
   };
-  const call = router.route(request, { signal: input.signal, pinnedWorkerId: params.pinnedWorkerId });
+  const call = await router.route(request, { signal: input.signal, pinnedWorkerId: params.pinnedWorkerId });
   const upstream = call.stream[Symbol.asyncIterator]();
   let first: IteratorResult<GenerateResponse>;
   try {

@@ -103,6 +103,7 @@ export class Frontend {
         return handleLive(res, headers);
       case "GET /metrics":
         if (this.#o.kvIndexer) this.#metrics.refreshKvEvents(this.#o.kvIndexer.applied);
+        this.#metrics.setQueuePending(this.#o.router.queuedRequests);
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
         const known = ["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/live", "/metrics"].includes(path);

@@ -12,7 +12,7 @@ export { RadixTree } from "./kv-index/radix-tree.js";
 export type { KvPolicyOptions } from "./kv-policy.js";
 export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
-export type { RoutedCall, RouterOptions } from "./router.js";
+export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
 export { WorkerSet } from "./worker-set.js";
 export type { RouteRequest, WorkerView } from "./worker-view.js";

@@ -66,23 +66,23 @@ test("the router reaches workers through discovery and the request plane, pinnin
   try {
     const served: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const call = router.route(generateRequest(), { signal: new AbortController().signal });
+      const call = await router.route(generateRequest(), { signal: new AbortController().signal });
       for await (const _ of call.stream) {
         /* drain */
       }
       served.push(call.workerId);
     }
     assert.deepEqual(served, ["w1", "w2", "w1", "w2"]);
-    const pinned = router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "w2" });
+    const pinned = await router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "w2" });
     assert.equal(pinned.workerId, "w2");
     for await (const _ of pinned.stream) {
       /* drain */
     }
     assert.equal(router.workers.get("w2")?.inflight, 0, "in-flight count released when the stream ends");
-    assert.throws(() => router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "nope" }), {
+    await assert.rejects(router.route(generateRequest(), { signal: new AbortController().signal, pinnedWorkerId: "nope" }), {
       code: "ROUTER_WORKER_NOT_FOUND",
     });
-    assert.throws(() => router.route(generateRequest("other"), { signal: new AbortController().signal }), {
+    await assert.rejects(router.route(generateRequest("other"), { signal: new AbortController().signal }), {
       code: "ROUTER_NO_WORKER",
     });
   } finally {
@@ -112,7 +112,7 @@ test("a worker that leaves discovery stops receiving requests", async () => {
   await w1.close(100);
   const ids = new Set<string>();
   for (let i = 0; i < 3; i++) {
-    const call = router.route(generateRequest(), { signal: new AbortController().signal });
+    const call = await router.route(generateRequest(), { signal: new AbortController().signal });
     for await (const _ of call.stream) {
       /* drain */
     }

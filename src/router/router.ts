@@ -1,13 +1,31 @@
 import type { Logger } from "../observability/index.js";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
+import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
 import { WorkerSet } from "./worker-set.js";
+import type { WorkerView } from "./worker-view.js";
+
+/** When a worker counts as busy (Dynamo's request-rejection thresholds). */
+export interface BusyThresholds {
+  /** Busy when its active KV blocks exceed this fraction of its capacity. Default 1.0. */
+  readonly activeDecodeBlocks?: number;
+  /** Busy when its active prefill tokens exceed this many times its max batched tokens. Default 10. */
+  readonly activePrefillTokensFrac?: number;
+  /** Requests that may wait while every worker is busy; more get HTTP 503. Default 1024. */
+  readonly queueSize?: number;
+}
 
 export interface RouterOptions {
   readonly runtime: Runtime;
   readonly policy: RoutingPolicy;
   readonly logger: Logger;
+  readonly busy?: BusyThresholds;
+}
+
+interface Booked {
+  prefillTokens: number;
+  blocks: number;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -26,11 +44,35 @@ export class Router {
   readonly workers: WorkerSet;
   readonly #runtime: Runtime;
   readonly #policy: RoutingPolicy;
+  readonly #queue: AdmissionQueue;
+  readonly #booked = new Map<string, Booked>();
+  readonly #decodeThreshold: number;
+  readonly #prefillFrac: number;
 
   constructor(options: RouterOptions) {
     this.#runtime = options.runtime;
     this.#policy = options.policy;
     this.workers = new WorkerSet(options.runtime, options.logger);
+    this.#queue = new AdmissionQueue(options.busy?.queueSize ?? 1024);
+    this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
+    this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
+    // A worker that joins may be free: let a parked request try it.
+    this.workers.onChange(() => this.#queue.notify());
+  }
+
+  /** Requests parked because every worker was busy. */
+  get queuedRequests(): number {
+    return this.#queue.length;
+  }
+
+  /** Whether a worker is over a busy threshold, from this router's bookings and its published load. */
+  isBusy(worker: WorkerView): boolean {
+    const booked = this.#booked.get(worker.id) ?? { prefillTokens: 0, blocks: 0 };
+    const blocks = Math.max(booked.blocks, worker.published?.activeKvBlocks ?? 0);
+    return (
+      blocks > this.#decodeThreshold * worker.card.totalKvBlocks ||
+      booked.prefillTokens > this.#prefillFrac * worker.card.maxBatchedTokens
+    );
   }
 
   get policyName(): string {
@@ -38,13 +80,26 @@ export class Router {
   }
 
   /**
-   * Picks a worker and starts the call. Throws `ROUTER_NO_WORKER` when no worker serves the model
-   * and `ROUTER_WORKER_NOT_FOUND` when the pinned worker is not one of them.
+   * Picks a worker and starts the call. While every worker is busy the request waits in a bounded
+   * first-come-first-served queue. Throws `ROUTER_NO_WORKER` when no worker serves the model,
+   * `ROUTER_WORKER_NOT_FOUND` when the pinned worker is not one of them and `ROUTER_OVERLOADED`
+   * when the queue is full.
    */
-  route(request: GenerateRequest, options: { signal: AbortSignal; pinnedWorkerId?: string | undefined }): RoutedCall {
-    const candidates = this.workers.forModel(request.model);
+  async route(
+    request: GenerateRequest,
+    options: { signal: AbortSignal; pinnedWorkerId?: string | undefined },
+  ): Promise<RoutedCall> {
+    let candidates = this.workers.forModel(request.model);
     if (candidates.length === 0) {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
+    }
+    if (options.pinnedWorkerId === undefined) {
+      const free = (): boolean => this.workers.forModel(request.model).some((w) => !this.isBusy(w));
+      await this.#queue.admit(free, options.signal);
+      candidates = this.workers.forModel(request.model).filter((w) => !this.isBusy(w));
+      if (candidates.length === 0) {
+        throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
+      }
     }
     let chosen = candidates[0];
     const routeRequest = { model: request.model, tokenIds: request.tokenIds };
@@ -61,19 +116,40 @@ export class Router {
       chosen = this.#policy.select(candidates, routeRequest);
     }
     const workerId = chosen.id;
+    const booking = {
+      prefillTokens: request.tokenIds.length,
+      blocks: Math.ceil(request.tokenIds.length / chosen.card.blockSize),
+    };
+    this.#book(workerId, booking.prefillTokens, booking.blocks);
     this.workers.adjustInflight(workerId, 1);
     this.#policy.onRouted?.(workerId, routeRequest);
     const source = this.#runtime.requests.call(workerId, request, { signal: options.signal });
+    let prefilled = false;
     const release = (): void => {
+      this.#book(workerId, prefilled ? 0 : -booking.prefillTokens, -booking.blocks);
       this.workers.adjustInflight(workerId, -1);
       this.#policy.onFinished?.(workerId, routeRequest);
+      this.#queue.notify();
     };
-    const firstToken = (): void => this.#policy.onFirstToken?.(workerId, routeRequest);
+    const firstToken = (): void => {
+      prefilled = true;
+      this.#book(workerId, -booking.prefillTokens, 0);
+      this.#policy.onFirstToken?.(workerId, routeRequest);
+      this.#queue.notify();
+    };
     return {
       workerId,
       overlapBlocks: this.#policy.overlapBlocks?.(workerId, routeRequest),
       stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken),
     };
+  }
+
+  #book(workerId: string, prefillTokens: number, blocks: number): void {
+    const booked = this.#booked.get(workerId) ?? { prefillTokens: 0, blocks: 0 };
+    booked.prefillTokens += prefillTokens;
+    booked.blocks += blocks;
+    if (booked.prefillTokens === 0 && booked.blocks === 0) this.#booked.delete(workerId);
+    else this.#booked.set(workerId, booked);
   }
 
   close(): void {

@@ -154,3 +154,27 @@ test("armature model tiny --out writes a GGUF", async () => {
   assert.equal(stdout.trim(), out);
   assert.ok(existsSync(out));
 });
+
+test("with every worker busy and no room to wait, a request gets 503 and the server keeps serving", async () => {
+  const server = await startServe(["--engine", "mocker", "--busy-decode-blocks", "0", "--router-queue-size", "0"]);
+  try {
+    const slow = fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: "hello", max_tokens: 60 }),
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    await assert.rejects(
+      client.completions.create({ model: MODEL, prompt: "again", max_tokens: 1 }),
+      (e: unknown) => e instanceof OpenAI.InternalServerError && e.status === 503 && e.code === "overloaded",
+    );
+    assert.equal((await slow).status, 200);
+    const after = await client.completions.create({ model: MODEL, prompt: "now", max_tokens: 1 });
+    assert.equal(after.choices.length, 1);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    assert.match(metrics, /armature_frontend_requests_total\{[^}]*status="error",error_type="overload"\} 1/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MockerEngine } from "../engines/index.js";
+import { silentLogger } from "../observability/index.js";
+import type { GenerateRequest } from "../protocol/index.js";
+import { createEmbeddedRuntime } from "../runtime/index.js";
+import { WorkerHost } from "../worker/index.js";
+import { roundRobinPolicy } from "./basic-policies.js";
+import { Router } from "./router.js";
+
+const request = (maxTokens: number): GenerateRequest => ({
+  type: "generate-request",
+  requestId: "r",
+  model: "m",
+  tokenIds: Array.from({ length: 12 }, (_, i) => i),
+  sampling: { temperature: 0 },
+  maxTokens,
+});
+
+async function drain(stream: AsyncIterable<unknown>): Promise<void> {
+  for await (const _ of stream) {
+    /* drain */
+  }
+}
+
+async function setup(queueSize: number) {
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 16 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  // A 12-token request books 3 of the worker's 16 blocks, over the 10% threshold: one request makes it busy.
+  const router = new Router({
+    runtime,
+    policy: roundRobinPolicy(),
+    logger: silentLogger,
+    busy: { activeDecodeBlocks: 0.1, queueSize },
+  });
+  return {
+    router,
+    async close() {
+      router.close();
+      await worker.close(1000);
+      await runtime.close();
+    },
+  };
+}
+
+test("while every worker is busy requests wait in order, and a full queue answers ROUTER_OVERLOADED", async () => {
+  const { router, close } = await setup(1);
+  try {
+    const first = await router.route(request(20), { signal: new AbortController().signal });
+    const order: string[] = [];
+    const second = router.route(request(1), { signal: new AbortController().signal }).then(async (call) => {
+      order.push("second routed");
+      await drain(call.stream);
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(router.queuedRequests, 1);
+    await assert.rejects(router.route(request(1), { signal: new AbortController().signal }), { code: "ROUTER_OVERLOADED" });
+    await drain(first.stream);
+    order.push("first done");
+    await second;
+    assert.deepEqual(order, ["first done", "second routed"]);
+    assert.equal(router.queuedRequests, 0);
+  } finally {
+    await close();
+  }
+});
+
+test("a request that gives up while queued leaves the queue", async () => {
+  const { router, close } = await setup(4);
+  try {
+    const first = await router.route(request(20), { signal: new AbortController().signal });
+    const controller = new AbortController();
+    const waiting = router.route(request(1), { signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 5));
+    controller.abort(new Error("client left"));
+    await assert.rejects(waiting, /client left/);
+    assert.equal(router.queuedRequests, 0);
+    await drain(first.stream);
+  } finally {
+    await close();
+  }
+});
