@@ -55,7 +55,11 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     ignoreEos: params.ignoreEos,
     constraint: params.constraint,
   };
-  const call = await router.route(request, { signal: input.signal, pinnedWorkerId: params.pinnedWorkerId });
+  const call = await router.route(request, {
+    signal: input.signal,
+    pinnedWorkerId: params.pinnedWorkerId,
+    overrides: params.routerOverrides,
+  });
   const upstream = call.stream[Symbol.asyncIterator]();
   let first: IteratorResult<GenerateResponse>;
   try {

@@ -15,4 +15,4 @@ export type { RoutingPolicy } from "./policy.js";
 export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
 export { WorkerSet } from "./worker-set.js";
-export type { RouteRequest, WorkerView } from "./worker-view.js";
+export type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";

@@ -67,3 +67,25 @@ test("equal costs go to the smaller tree, then at random", async () => {
   );
   await close();
 });
+
+test("temperature above 0 samples a softmax over costs: the cheaper worker is likelier, not certain", async () => {
+  const runtime = createEmbeddedRuntime();
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
+  let draw = 0;
+  const draws = [0.05, 0.95];
+  const policy = kvPolicy({ indexer, blockSize: BS, temperature: 1, random: () => draws[draw++ % 2] as number });
+  policy.onRouted?.("busy", { model: "m", tokenIds: tokens(64, 500) });
+  const candidates = [view("idle"), view("busy")];
+  const picks = [0, 1].map(() => policy.select(candidates, { model: "m", tokenIds: tokens(8) }).id);
+  assert.deepEqual(picks, ["idle", "busy"], "a low draw lands on the heavy weight of the idle worker, a high one on the busy");
+  await runtime.close();
+});
+
+test("a per-request overlap weight of 0 ignores the cache (Dynamo's router_config_override)", async () => {
+  const { policy, cache, close } = setup();
+  cache("b", tokens(16));
+  const request = { model: "m", tokenIds: tokens(20) };
+  assert.equal(policy.select([view("a"), view("b")], request).id, "b");
+  assert.equal(policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id, "a", "tie → smaller tree");
+  await close();
+});

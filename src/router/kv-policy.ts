@@ -57,9 +57,11 @@ export function kvPolicy(
         const active = load(w.id);
         const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
         const decode = active.decodeBlocks + Math.ceil(isl / bs);
-        return { worker: w, cost: (weight * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
+        const w8 = request.overrides?.overlapWeight ?? weight;
+        return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
       });
-      if (temperature > 0) return sample(costs, temperature, random);
+      const t = request.overrides?.temperature ?? temperature;
+      if (t > 0) return sample(costs, t, random);
       const min = Math.min(...costs.map((c) => c.cost));
       const cheapest = costs.filter((c) => c.cost === min);
       const smallestTree = Math.min(...cheapest.map((c) => c.tree));

@@ -4,7 +4,7 @@ import type { Runtime } from "../runtime/index.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
 import { WorkerSet } from "./worker-set.js";
-import type { WorkerView } from "./worker-view.js";
+import type { RouterOverrides, WorkerView } from "./worker-view.js";
 
 /** When a worker counts as busy (Dynamo's request-rejection thresholds). */
 export interface BusyThresholds {
@@ -87,7 +87,7 @@ export class Router {
    */
   async route(
     request: GenerateRequest,
-    options: { signal: AbortSignal; pinnedWorkerId?: string | undefined },
+    options: { signal: AbortSignal; pinnedWorkerId?: string | undefined; overrides?: RouterOverrides | undefined },
   ): Promise<RoutedCall> {
     let candidates = this.workers.forModel(request.model);
     if (candidates.length === 0) {
@@ -102,7 +102,7 @@ export class Router {
       }
     }
     let chosen = candidates[0];
-    const routeRequest = { model: request.model, tokenIds: request.tokenIds };
+    const routeRequest = { model: request.model, tokenIds: request.tokenIds, overrides: options.overrides };
     if (options.pinnedWorkerId !== undefined) {
       chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
       if (!chosen) {

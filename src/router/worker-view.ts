@@ -10,8 +10,15 @@ export interface WorkerView {
   readonly published: WorkerLoad | undefined;
 }
 
+/** Per-request changes to the KV router's settings (Dynamo's `RouterConfigOverride`). */
+export interface RouterOverrides {
+  readonly overlapWeight?: number | undefined;
+  readonly temperature?: number | undefined;
+}
+
 /** What a policy may look at to choose: the prompt tokens (the KV router hashes them). */
 export interface RouteRequest {
   readonly model: string;
   readonly tokenIds: readonly number[];
+  readonly overrides?: RouterOverrides | undefined;
 }

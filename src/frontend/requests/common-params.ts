@@ -14,6 +14,8 @@ export interface CommonParams {
   readonly ignoreEos: boolean;
   /** `nvext.backend_instance_id`: serve on this worker. */
   readonly pinnedWorkerId: string | undefined;
+  /** `nvext.router_config_override` / `nvext.agent_hints.kv_overlap_score_weight`. */
+  readonly routerOverrides: { overlapWeight?: number | undefined; temperature?: number | undefined } | undefined;
 }
 
 /** Validates the shared fields; throws `REQUEST_INVALID`/`NOT_SUPPORTED` naming the field. */
@@ -56,6 +58,7 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
     constraint: parseResponseFormat(body.response_format),
     ignoreEos: optionalBoolean(body, "ignore_eos") ?? false,
     pinnedWorkerId: parseNvext(body.nvext),
+    routerOverrides: parseRouterOverrides(body.nvext),
   };
 }
 
@@ -92,4 +95,16 @@ function parseNvext(value: unknown): string | undefined {
   if (typeof id !== "string" || id === "")
     throw invalid("nvext.backend_instance_id", "'nvext.backend_instance_id' must be a worker id string");
   return id;
+}
+
+function parseRouterOverrides(value: unknown): CommonParams["routerOverrides"] {
+  if (value === undefined || value === null) return undefined;
+  const nvext = asObject(value, "nvext");
+  const override =
+    nvext.router_config_override === undefined ? {} : asObject(nvext.router_config_override, "nvext.router_config_override");
+  const hints = nvext.agent_hints === undefined ? {} : asObject(nvext.agent_hints, "nvext.agent_hints");
+  const overlapWeight =
+    optionalNumber(override, "overlap_score_weight", { min: 0 }) ?? optionalNumber(hints, "kv_overlap_score_weight", { min: 0 });
+  const temperature = optionalNumber(override, "router_temperature", { min: 0 });
+  return overlapWeight === undefined && temperature === undefined ? undefined : { overlapWeight, temperature };
 }
