@@ -26,6 +26,8 @@ export interface Engine {
   /** KV events in the order the cache changed. Returns a function that stops listening. */
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void;
   load(): EngineLoad;
+  /** Everything the engine caches now, as stored events with parents first (for recovery dumps). */
+  dumpKvEvents(): KvEvent[];
   /** Stops accepting work, cancels what runs, frees memory. */
   close(): Promise<void>;
 }

@@ -17,6 +17,8 @@ export type {
   KvCacheCleared,
   KvEvent,
   KvEventBatch,
+  KvEventsDump,
+  KvEventsQuery,
   StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";

@@ -40,6 +40,24 @@ export interface KvEventBatch {
   readonly events: readonly KvEvent[];
 }
 
+/** Asks a worker for its KV event batches from `fromEventId` on (recovery after a gap). */
+export interface KvEventsQuery {
+  readonly type: "kv-events-query";
+  readonly fromEventId: number;
+}
+
+/**
+ * A worker's whole cache as stored events, sent when the asked-for batches are no longer in its
+ * ring buffer. A reader replaces everything it knew of the worker with it.
+ */
+export interface KvEventsDump {
+  readonly type: "kv-events-dump";
+  readonly workerId: string;
+  /** The last event id the dump includes. */
+  readonly eventId: number;
+  readonly events: readonly KvEvent[];
+}
+
 /** A worker's load, published periodically and on change. */
 export interface WorkerLoad {
   readonly type: "worker-load";

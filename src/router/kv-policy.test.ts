@@ -86,6 +86,10 @@ test("a per-request overlap weight of 0 ignores the cache (Dynamo's router_confi
   cache("b", tokens(16));
   const request = { model: "m", tokenIds: tokens(20) };
   assert.equal(policy.select([view("a"), view("b")], request).id, "b");
-  assert.equal(policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id, "a", "tie → smaller tree");
+  assert.equal(
+    policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id,
+    "a",
+    "tie → smaller tree",
+  );
   await close();
 });

@@ -6,6 +6,7 @@ import {
   type GenerateResponse,
   type KvEvent,
   type KvEventBatch,
+  type KvEventsDump,
   type ModelCard,
   type WorkerLoad,
   type WorkerRole,
@@ -26,6 +27,8 @@ export interface WorkerHostOptions {
   readonly id?: string;
   /** Discovery lease TTL. Default 10 s; keep-alives go every third of it. */
   readonly leaseTtlMs?: number;
+  /** KV event batches kept for recovery queries. Default 1024 (Dynamo's ring buffer). */
+  readonly recentEvents?: number;
   /** How often load is published even when it does not change. Default 1 s. */
   readonly loadIntervalMs?: number;
 }
@@ -47,6 +50,9 @@ export class WorkerHost {
   #lease: Lease | undefined;
   #registration: Registration | undefined;
   #eventId = 0;
+  /** The most recent batches, for readers that missed some. */
+  readonly #recent: KvEventBatch[] = [];
+  #queryRegistration: Registration | undefined;
   #unsubscribeKv: (() => void) | undefined;
   #background: Promise<void>[] = [];
 
@@ -76,6 +82,7 @@ export class WorkerHost {
     const { runtime, engine } = this.#o;
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
     this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
+    this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
     this.#lease = await runtime.discovery.register(this.#record(), { ttlMs: this.#ttl() });
     this.#state = "running";
     this.#background.push(this.#keepAliveLoop(), this.#loadLoop());
@@ -117,8 +124,22 @@ export class WorkerHost {
     }
   }
 
+  /** Batches from the asked id on, or a dump of the whole cache when they are no longer kept. */
+  async *#answerKvQuery(payload: unknown): AsyncGenerator<KvEventBatch | KvEventsDump> {
+    const from = (payload as { fromEventId?: unknown } | null)?.fromEventId;
+    if (typeof from !== "number") throw new ArmatureError("REQUEST_INVALID", "kv-events-query needs fromEventId");
+    const oldest = this.#recent[0]?.eventId ?? this.#eventId + 1;
+    if (from >= oldest) {
+      for (const batch of this.#recent) if (batch.eventId >= from) yield batch;
+      return;
+    }
+    yield { type: "kv-events-dump", workerId: this.id, eventId: this.#eventId, events: this.#o.engine.dumpKvEvents() };
+  }
+
   #publishKv(events: readonly KvEvent[]): void {
     const batch: KvEventBatch = { type: "kv-event-batch", workerId: this.id, eventId: ++this.#eventId, events };
+    this.#recent.push(batch);
+    if (this.#recent.length > (this.#o.recentEvents ?? 1024)) this.#recent.shift();
     this.#o.runtime.events.publish(subjects.kvEvents(this.id), batch).catch((error: unknown) => {
       this.#log.warn({ err: error }, "failed to publish KV events");
     });
@@ -170,6 +191,7 @@ export class WorkerHost {
     this.#stop.abort();
     await this.#lease?.revoke();
     await this.#registration?.close();
+    await this.#queryRegistration?.close();
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.#inflight), grace]);
     this.#unsubscribeKv?.();

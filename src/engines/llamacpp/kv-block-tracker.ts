@@ -7,6 +7,7 @@ import { hashBlocks, type KvEvent } from "../../protocol/index.js";
 export class KvBlockTracker {
   readonly #blockSize: number;
   readonly #perSequence = new Map<number, bigint[]>();
+  readonly #localOf = new Map<bigint, bigint>();
   readonly #refs = new Map<bigint, number>();
 
   constructor(blockSize: number) {
@@ -16,6 +17,18 @@ export class KvBlockTracker {
   /** Blocks cached by all sequences together. */
   get cachedBlocks(): number {
     return this.#refs.size;
+  }
+
+  /** Every sequence's cached chain as a stored event from the root (re-storing is idempotent). */
+  dump(): KvEvent[] {
+    return [...this.#perSequence.values()]
+      .filter((chain) => chain.length > 0)
+      .map((chain) => ({
+        type: "kv-block-stored" as const,
+        parentHash: null,
+        blocks: chain.map((blockHash) => ({ blockHash, tokensHash: this.#localOf.get(blockHash) as bigint })),
+        blockSize: this.#blockSize,
+      }));
   }
 
   /** Records that `sequence` caches exactly `tokens`; returns the events that change implies. */
@@ -42,6 +55,8 @@ export class KvBlockTracker {
       if (count === 1) stored.push(hash);
     }
     this.#perSequence.set(sequence, next);
+    for (const hash of removed) this.#localOf.delete(hash);
+    for (let i = common; i < next.length; i++) this.#localOf.set(next[i] as bigint, hashes.local[i] as bigint);
     const events: KvEvent[] = [];
     if (removed.length > 0) events.push({ type: "kv-block-removed", blockHashes: removed });
     if (stored.length > 0) {

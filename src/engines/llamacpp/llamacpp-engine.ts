@@ -106,6 +106,10 @@ export class LlamaCppEngine implements Engine {
     return this.#model;
   }
 
+  dumpKvEvents(): KvEvent[] {
+    return this.#tracker.dump();
+  }
+
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

@@ -12,6 +12,8 @@ export class BlockManager {
   readonly #refs = new Map<bigint, number>();
   /** Unused cached blocks, oldest first (Map keeps insertion order). */
   readonly #lru = new Map<bigint, true>();
+  /** Parent and token hash of each cached block, for dumps. */
+  readonly #meta = new Map<bigint, { parent: bigint | null; tokensHash: bigint }>();
   /** Blocks held by requests that are not full yet (no hash). */
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
@@ -68,6 +70,7 @@ export class BlockManager {
       return;
     }
     this.#refs.set(hash, 1);
+    this.#meta.set(hash, { parent, tokensHash });
     this.#emit([
       { type: "kv-block-stored", parentHash: parent, blocks: [{ blockHash: hash, tokensHash }], blockSize: this.blockSize },
     ]);
@@ -89,9 +92,37 @@ export class BlockManager {
     }
   }
 
+  /**
+   * Every cached block as one stored event, parents before children. A block whose parent was
+   * evicted is left out: no prefix match can reach it.
+   */
+  dump(): KvEvent[] {
+    const events: KvEvent[] = [];
+    const emitted = new Set<bigint>();
+    let progress = true;
+    while (progress) {
+      progress = false;
+      for (const [hash, meta] of this.#meta) {
+        if (emitted.has(hash) || (meta.parent !== null && !emitted.has(meta.parent))) continue;
+        emitted.add(hash);
+        progress = true;
+        events.push({
+          type: "kv-block-stored",
+          parentHash: meta.parent,
+          blocks: [{ blockHash: hash, tokensHash: meta.tokensHash }],
+          blockSize: this.blockSize,
+        });
+      }
+    }
+    return events;
+  }
+
   /** Drops every unused cached block. */
   clear(): void {
-    for (const hash of this.#lru.keys()) this.#refs.delete(hash);
+    for (const hash of this.#lru.keys()) {
+      this.#refs.delete(hash);
+      this.#meta.delete(hash);
+    }
     this.#lru.clear();
     this.#emit([{ type: "kv-cache-cleared" }]);
   }
@@ -102,6 +133,7 @@ export class BlockManager {
     if (oldest.done) return false;
     this.#lru.delete(oldest.value);
     this.#refs.delete(oldest.value);
+    this.#meta.delete(oldest.value);
     this.#emit([{ type: "kv-block-removed", blockHashes: [oldest.value] }]);
     return true;
   }

@@ -156,6 +156,10 @@ export class MockerEngine implements Engine {
     }
   }
 
+  dumpKvEvents(): KvEvent[] {
+    return this.#blocks.dump();
+  }
+
   /** Drops every cached block nobody uses (emits `kv-cache-cleared`). */
   clearCache(): void {
     this.#blocks.clear();

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MockerEngine } from "../../engines/index.js";
 import { silentLogger } from "../../observability/index.js";
-import { hashBlocks } from "../../protocol/index.js";
+import { hashBlocks, type KvEventBatch } from "../../protocol/index.js";
 import { createEmbeddedRuntime } from "../../runtime/index.js";
-import { WorkerHost } from "../../worker/index.js";
+import { subjects, WorkerHost } from "../../worker/index.js";
 import { KvIndexer } from "./kv-indexer.js";
 
 const tokens = Array.from({ length: 200 }, (_, i) => (i * 7) % 251);
@@ -59,5 +59,74 @@ test("a worker with another block size is ignored and counted", async () => {
   assert.ok((indexer.applied.get("kv-block-stored:block_size_mismatch") ?? 0) > 0);
   await worker.close(100);
   indexer.close();
+  await runtime.close();
+});
+
+async function lossyIndexer(recentEvents: number, dropEventIds: number[]) {
+  const runtime = createEmbeddedRuntime();
+  const indexer = new KvIndexer({
+    logger: silentLogger,
+    blockSize: 16,
+    recover: (workerId, fromEventId) =>
+      runtime.requests.call(subjects.kvQuery(workerId), { type: "kv-events-query", fromEventId }) as AsyncIterable<KvEventBatch>,
+  });
+  runtime.events.subscribe(subjects.allKvEvents, (payload) => {
+    const batch = payload as KvEventBatch;
+    if (!dropEventIds.includes(batch.eventId)) indexer.apply(batch);
+  });
+  const engine = new MockerEngine({ blockSize: 16, speedupRatio: 1000 });
+  const worker = await WorkerHost.create({ runtime, id: "w1", engine, modelName: "m", logger: silentLogger, recentEvents });
+  return { runtime, indexer, worker, engine };
+}
+
+test("a lost batch is fetched again from the worker's ring buffer", async () => {
+  const { runtime, indexer, worker } = await lossyIndexer(1024, [2]);
+  await drive(runtime, "w1", tokens);
+  await drive(
+    runtime,
+    "w1",
+    tokens.map((t) => t + 1),
+  );
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(indexer.recoveries.started, 1);
+  assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "the lost block is back");
+  assert.equal(
+    indexer
+      .findMatches(
+        hashBlocks(
+          tokens.map((t) => t + 1),
+          16,
+        ).local,
+      )
+      .scores.get("w1"),
+    12,
+  );
+  await worker.close(100);
+  await runtime.close();
+});
+
+test("when the ring buffer no longer has them, the worker's dump replaces what the index knew", async () => {
+  const { runtime, indexer, worker, engine } = await lossyIndexer(1, [3, 4, 5]);
+  await drive(runtime, "w1", tokens);
+  await drive(
+    runtime,
+    "w1",
+    tokens.map((t) => t + 1),
+  );
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(indexer.recoveries.started, 1);
+  assert.equal(indexer.tree.blockCount("w1"), engine.dumpKvEvents().length);
+  assert.equal(
+    indexer
+      .findMatches(
+        hashBlocks(
+          tokens.map((t) => t + 1),
+          16,
+        ).local,
+      )
+      .scores.get("w1"),
+    12,
+  );
+  await worker.close(100);
   await runtime.close();
 });

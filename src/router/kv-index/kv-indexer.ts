@@ -1,5 +1,5 @@
 import type { Logger } from "../../observability/index.js";
-import type { KvEvent, KvEventBatch } from "../../protocol/index.js";
+import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery } from "../../protocol/index.js";
 import type { Runtime, Unsubscribe } from "../../runtime/index.js";
 import { subjects } from "../../worker/index.js";
 import { type ApplyStatus, type OverlapScores, RadixTree } from "./radix-tree.js";
@@ -10,15 +10,23 @@ export interface KvIndexerOptions {
   readonly logger: Logger;
   /** Block size the router hashes with; events of another size are refused loudly. */
   readonly blockSize: number;
+  /**
+   * Asks a worker for the batches from an event id on (or a dump of its cache). Default, with a
+   * runtime: the worker's KV query address on the request plane.
+   */
+  readonly recover?: ((workerId: string, fromEventId: number) => AsyncIterable<KvEventBatch | KvEventsDump>) | undefined;
 }
+
+export type RecoveryRequester = NonNullable<KvIndexerOptions["recover"]>;
 
 /** Counts of applied events, by event type and status (Dynamo's `kv_cache_events_applied`). */
 export type AppliedCounts = Map<`${KvEvent["type"]}:${ApplyStatus | "block_size_mismatch"}`, number>;
 
 /**
  * Feeds a radix tree from the workers' KV events on the event plane and drops a worker's blocks
- * when it leaves discovery. Numbers each worker's batches: a gap is reported (the blocks in the
- * lost batches are unknown until the worker re-sends them).
+ * when it leaves discovery. Each worker numbers its batches: on a gap (or a worker first seen
+ * mid-stream) the indexer asks the worker for what it missed, or for a dump of its whole cache,
+ * holding that worker's newer batches until the answer is applied.
  */
 export class KvIndexer {
   readonly tree = new RadixTree();
@@ -28,11 +36,23 @@ export class KvIndexer {
   readonly #log: Logger;
   readonly #blockSize: number;
   readonly #warnedSizes = new Set<string>();
+  readonly #recover: RecoveryRequester | undefined;
+  readonly #held = new Map<string, KvEventBatch[]>();
+  /** Recoveries started and failed, for diagnostics. */
+  readonly recoveries = { started: 0, failed: 0 };
 
   constructor(options: KvIndexerOptions) {
     this.#log = options.logger.child({ component: "kv-indexer" });
     this.#blockSize = options.blockSize;
     const runtime = options.runtime;
+    this.#recover =
+      options.recover ??
+      (runtime
+        ? (workerId, fromEventId) => {
+            const query: KvEventsQuery = { type: "kv-events-query", fromEventId };
+            return runtime.requests.call(subjects.kvQuery(workerId), query) as AsyncIterable<KvEventBatch | KvEventsDump>;
+          }
+        : undefined);
     if (runtime) {
       this.#stops.push(
         runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch)),
@@ -43,17 +63,62 @@ export class KvIndexer {
     }
   }
 
-  /** Applies one batch of a worker's events, in order. */
+  /** Applies one batch of a worker's events, in order; starts a recovery on a gap. */
   apply(batch: KvEventBatch): void {
-    const last = this.#lastEventId.get(batch.workerId);
-    if (last !== undefined && batch.eventId > last + 1) {
-      this.#log.warn(
-        { workerId: batch.workerId, expected: last + 1, got: batch.eventId },
-        "KV events from this worker were lost; routing may miss some of its cached blocks",
-      );
+    const held = this.#held.get(batch.workerId);
+    if (held) {
+      held.push(batch);
+      return;
     }
+    const last = this.#lastEventId.get(batch.workerId) ?? 0;
+    if (batch.eventId <= last) return; // already applied (a recovery overlapped it)
+    if (batch.eventId > last + 1) {
+      if (last > 0) {
+        this.#log.warn(
+          { workerId: batch.workerId, expected: last + 1, got: batch.eventId },
+          "KV events from this worker were lost",
+        );
+      }
+      if (this.#recover) {
+        this.#held.set(batch.workerId, [batch]);
+        void this.#recoverWorker(batch.workerId, last + 1);
+        return;
+      }
+    }
+    this.#applyEvents(batch.workerId, batch.events);
     this.#lastEventId.set(batch.workerId, batch.eventId);
-    for (const event of batch.events) this.#count(event.type, this.#applyOne(batch.workerId, event));
+  }
+
+  async #recoverWorker(workerId: string, fromEventId: number): Promise<void> {
+    this.recoveries.started++;
+    try {
+      for await (const item of (this.#recover as RecoveryRequester)(workerId, fromEventId)) {
+        if (item.type === "kv-events-dump") {
+          this.tree.removeWorker(workerId);
+          this.#applyEvents(workerId, item.events);
+          this.#lastEventId.set(workerId, item.eventId);
+        } else if (item.eventId > (this.#lastEventId.get(workerId) ?? 0)) {
+          this.#applyEvents(workerId, item.events);
+          this.#lastEventId.set(workerId, item.eventId);
+        }
+      }
+      this.#log.info({ workerId, fromEventId }, "recovered missed KV events");
+    } catch (error) {
+      this.recoveries.failed++;
+      this.#log.error({ err: error, workerId }, "could not recover missed KV events; routing may miss some of its cached blocks");
+    } finally {
+      const held = this.#held.get(workerId) ?? [];
+      this.#held.delete(workerId);
+      for (const batch of held) {
+        // What recovery did not cover applies as usual; a further gap starts another recovery.
+        if (batch.eventId > (this.#lastEventId.get(workerId) ?? 0)) this.#lastEventId.set(workerId, batch.eventId - 1);
+        this.apply(batch);
+      }
+    }
+  }
+
+  #applyEvents(workerId: string, events: readonly KvEvent[]): void {
+    for (const event of events) this.#count(event.type, this.#applyOne(workerId, event));
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {
