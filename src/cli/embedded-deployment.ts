@@ -10,7 +10,7 @@ import {
 } from "../engines/index.js";
 import { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
-import { createBasicPolicy, KvIndexer, kvPolicy, Router, type RoutingPolicy } from "../router/index.js";
+import { ApproximateIndex, createBasicPolicy, KvIndexer, kvPolicy, Router, type RoutingPolicy } from "../router/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
@@ -68,8 +68,12 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   if (routerName === "kv") {
     // The index must exist before workers publish, so it is built from the first card's block size.
     const blockSize = workers[0]?.card.blockSize ?? 16;
-    indexer = new KvIndexer({ runtime, logger, blockSize });
-    policy = kvPolicy({ indexer, blockSize });
+    if (options.kvEvents) {
+      indexer = new KvIndexer({ runtime, logger, blockSize });
+      policy = kvPolicy({ indexer, blockSize });
+    } else {
+      policy = kvPolicy({ indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }), blockSize });
+    }
   } else {
     policy = createBasicPolicy(routerName);
   }

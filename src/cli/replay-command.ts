@@ -3,11 +3,11 @@ import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from ".
 import { ArmatureError } from "../protocol/index.js";
 import { loadTrace, type ReplayPolicy, type ReplayResult, replay, sharedCacheHitBound } from "../sim/index.js";
 
-export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,round-robin,random,least-loaded]
+export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
        [--seed N] [--limit N] [--json]`;
 
-const POLICIES: readonly ReplayPolicy[] = ["kv", "round-robin", "random", "least-loaded"];
+const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
 
 /** `armature replay`: a Mooncake trace through the real router and mocker workers, in virtual time. */
 export async function replayCommand(

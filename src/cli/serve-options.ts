@@ -22,6 +22,8 @@ export interface ServeOptions {
   readonly busyDecodeBlocks: number | undefined;
   readonly busyPrefillFrac: number | undefined;
   readonly routerQueueSize: number | undefined;
+  /** false: the KV router ignores worker events and predicts caches from its own decisions. */
+  readonly kvEvents: boolean;
   readonly sequences: number;
   readonly contextSize: number;
   readonly logLevel: string;
@@ -69,6 +71,12 @@ export const serveSettings: Record<string, Setting> = {
     type: "number",
     env: "ARMATURE_BUSY_PREFILL_FRAC",
     help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
+  },
+  "kv-events": {
+    type: "string",
+    env: "ARMATURE_KV_EVENTS",
+    help: "on | off: off makes the kv router predict caches from its own decisions (approximate mode)",
+    choices: ["on", "off"],
   },
   "router-queue-size": {
     type: "integer",
@@ -140,6 +148,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     busyDecodeBlocks: num("busy-decode-blocks", false, 0),
     busyPrefillFrac: num("busy-prefill-frac", false, 0),
     routerQueueSize: num("router-queue-size", true, 0),
+    kvEvents: str("kv-events") !== "off",
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16) ?? 2048,
     logLevel: str("log-level") ?? "info",

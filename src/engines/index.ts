@@ -6,6 +6,7 @@ export type { MockerEngineOptions } from "./mocker/mocker-engine.js";
 export { MockerEngine } from "./mocker/mocker-engine.js";
 export type { TimingModel, TimingProfile } from "./mocker/timing-model.js";
 export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "./mocker/timing-model.js";
+export { SeededRandom } from "./seeded-random.js";
 export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/model-cache.js";
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";

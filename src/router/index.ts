@@ -6,10 +6,12 @@ export {
   randomPolicy,
   roundRobinPolicy,
 } from "./basic-policies.js";
+export type { ApproximateIndexOptions } from "./kv-index/approximate-index.js";
+export { ApproximateIndex } from "./kv-index/approximate-index.js";
 export { KvIndexer } from "./kv-index/kv-indexer.js";
 export type { ApplyStatus, OverlapScores } from "./kv-index/radix-tree.js";
 export { RadixTree } from "./kv-index/radix-tree.js";
-export type { KvPolicyOptions } from "./kv-policy.js";
+export type { KvIndexView, KvPolicyOptions } from "./kv-policy.js";
 export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
 export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";

@@ -1,10 +1,16 @@
 import { hashBlocks } from "../protocol/index.js";
-import type { KvIndexer } from "./kv-index/kv-indexer.js";
+import type { OverlapScores } from "./kv-index/radix-tree.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { RouteRequest, WorkerView } from "./worker-view.js";
 
+/** What the KV policy needs of an index: matches, and (approximate mode) to hear its own decisions. */
+export interface KvIndexView {
+  findMatches(localHashes: readonly bigint[]): OverlapScores;
+  recordDecision?(workerId: string, tokenIds: readonly number[]): void;
+}
+
 export interface KvPolicyOptions {
-  readonly indexer: KvIndexer;
+  readonly indexer: KvIndexView;
   readonly blockSize: number;
   /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
   readonly overlapWeight?: number;
@@ -69,6 +75,7 @@ export function kvPolicy(
       return (finalists[Math.floor(random() * finalists.length)] ?? costs[0])?.worker as WorkerView;
     },
     onRouted(workerId, request) {
+      options.indexer.recordDecision?.(workerId, request.tokenIds);
       const overlap = overlapOf.get(request)?.get(workerId) ?? 0;
       const isl = request.tokenIds.length;
       bookings.set(request, { workerId, prefillTokens: Math.max(0, isl - overlap * bs), decodeBlocks: Math.ceil(isl / bs) });

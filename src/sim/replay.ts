@@ -1,14 +1,22 @@
-import { MockerEngine, type TimingModel } from "../engines/index.js";
-import { SeededRandom } from "../engines/seeded-random.js";
+import { MockerEngine, SeededRandom, type TimingModel } from "../engines/index.js";
+
 import { silentLogger } from "../observability/index.js";
 import type { GenerateRequest } from "../protocol/index.js";
-import { createBasicPolicy, KvIndexer, kvPolicy, type RoutingPolicy, randomPolicy, type WorkerView } from "../router/index.js";
+import {
+  ApproximateIndex,
+  createBasicPolicy,
+  KvIndexer,
+  kvPolicy,
+  type RoutingPolicy,
+  randomPolicy,
+  type WorkerView,
+} from "../router/index.js";
 import { VirtualClock } from "../runtime/index.js";
 import { modelCardFor } from "../worker/index.js";
 import { type Summary, summarize } from "./latency-stats.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
 
-export type ReplayPolicy = "kv" | "round-robin" | "random" | "least-loaded";
+export type ReplayPolicy = "kv" | "kv-approx" | "round-robin" | "random" | "least-loaded";
 
 export interface ReplayOptions {
   readonly trace: readonly TraceRequest[];
@@ -81,9 +89,11 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const policy: RoutingPolicy =
     options.policy === "kv"
       ? kvPolicy({ indexer, blockSize, random: () => rng.next() })
-      : options.policy === "random"
-        ? randomPolicy(() => rng.next())
-        : createBasicPolicy(options.policy);
+      : options.policy === "kv-approx"
+        ? kvPolicy({ indexer: new ApproximateIndex({ clock, blockSize }), blockSize, random: () => rng.next() })
+        : options.policy === "random"
+          ? randomPolicy(() => rng.next())
+          : createBasicPolicy(options.policy);
 
   const ttft: number[] = [];
   const itl: number[] = [];

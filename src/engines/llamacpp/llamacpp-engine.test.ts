@@ -172,6 +172,8 @@ test("the KV dump lists what the sequences cache, as the stored events did", asy
   const stop = engine.onKvEvents((batch) => events.push(...batch));
   await collect(request("A request arrives at the frontend, which applies the chat template", { maxTokens: 1 }));
   stop();
-  const dumped = new Set(engine.dumpKvEvents().flatMap((e) => (e.type === "kv-block-stored" ? e.blocks.map((b) => b.blockHash) : [])));
+  const dumped = new Set(
+    engine.dumpKvEvents().flatMap((e) => (e.type === "kv-block-stored" ? e.blocks.map((b) => b.blockHash) : [])),
+  );
   for (const e of events) if (e.type === "kv-block-stored") for (const b of e.blocks) assert.ok(dumped.has(b.blockHash));
 });
