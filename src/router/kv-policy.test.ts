@@ -81,15 +81,16 @@ test("temperature above 0 samples a softmax over costs: the cheaper worker is li
   await runtime.close();
 });
 
-test("a per-request overlap weight of 0 ignores the cache (Dynamo's router_config_override)", async () => {
+test("a per-request overlap weight of 0 leaves only decode load to compare (Dynamo's router_config_override)", async () => {
   const { policy, cache, close } = setup();
   cache("b", tokens(16));
+  // b also decodes another request: 6 blocks, its prefill done.
+  const other = { model: "m", tokenIds: tokens(24, 500) };
+  policy.onRouted?.("b", other);
+  policy.onFirstToken?.("b", other);
   const request = { model: "m", tokenIds: tokens(20) };
+  // weight 1: a = 20/4 + 5 = 10; b = 4/4 + (6 + 1) = 8. weight 0: a = 5; b = 7.
   assert.equal(policy.select([view("a"), view("b")], request).id, "b");
-  assert.equal(
-    policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id,
-    "a",
-    "tie → smaller tree",
-  );
+  assert.equal(policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id, "a");
   await close();
 });

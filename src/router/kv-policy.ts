@@ -62,7 +62,8 @@ export function kvPolicy(
         const overlap = scores.get(w.id) ?? 0;
         const active = load(w.id);
         const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
-        const decode = active.decodeBlocks + Math.ceil(isl / bs);
+        // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
+        const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
         const w8 = request.overrides?.overlapWeight ?? weight;
         return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
       });
