@@ -10,7 +10,15 @@ import {
 } from "../engines/index.js";
 import { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
-import { ApproximateIndex, createBasicPolicy, KvIndexer, kvPolicy, Router, type RoutingPolicy } from "../router/index.js";
+import {
+  ActiveLoad,
+  ApproximateIndex,
+  createBasicPolicy,
+  KvIndexer,
+  kvPolicy,
+  Router,
+  type RoutingPolicy,
+} from "../router/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
@@ -62,6 +70,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     await runtime.close();
     throw error;
   }
+  const activeLoad = new ActiveLoad({ routerId: "embedded", clock: runtime.clock });
   let indexer: KvIndexer | undefined;
   let policy: RoutingPolicy;
   const routerName = options.router ?? (workers.every((w) => w.card.publishesKvEvents) ? "kv" : "round-robin");
@@ -70,9 +79,9 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     const blockSize = workers[0]?.card.blockSize ?? 16;
     if (options.kvEvents) {
       indexer = new KvIndexer({ runtime, logger, blockSize });
-      policy = kvPolicy({ indexer, blockSize });
+      policy = kvPolicy({ indexer, blockSize, activeLoad });
     } else {
-      policy = kvPolicy({ indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }), blockSize });
+      policy = kvPolicy({ indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }), blockSize, activeLoad });
     }
   } else {
     policy = createBasicPolicy(routerName);
@@ -81,6 +90,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     runtime,
     policy,
     logger,
+    activeLoad,
     busy: {
       ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
       ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),

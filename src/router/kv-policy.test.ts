@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { silentLogger } from "../observability/index.js";
 import { chainBlockHash, localBlockHash, type ModelCard } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
+import { ActiveLoad } from "./active-load.js";
 import { KvIndexer } from "./kv-index/kv-indexer.js";
 import { kvPolicy } from "./kv-policy.js";
 import type { WorkerView } from "./worker-view.js";
@@ -14,7 +15,8 @@ const tokens = (n: number, offset = 0) => Array.from({ length: n }, (_, i) => i 
 function setup(random = () => 0) {
   const runtime = createEmbeddedRuntime();
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
-  const policy = kvPolicy({ indexer, blockSize: BS, random });
+  const activeLoad = new ActiveLoad({ routerId: "r", clock: runtime.clock });
+  const policy = kvPolicy({ indexer, blockSize: BS, random, activeLoad });
   const cache = (workerId: string, t: number[]) => {
     let parent: bigint | null = null;
     const blocks = [];
@@ -31,7 +33,7 @@ function setup(random = () => 0) {
       events: [{ type: "kv-block-stored", parentHash: null, blocks, blockSize: BS }],
     });
   };
-  return { policy, cache, close: () => runtime.close() };
+  return { policy, cache, activeLoad, close: () => runtime.close() };
 }
 
 test("temperature 0 picks the worker with the longest cached prefix", async () => {
@@ -43,15 +45,13 @@ test("temperature 0 picks the worker with the longest cached prefix", async () =
 });
 
 test("active load counts: a busy worker loses to an idle one with the same overlap", async () => {
-  const { policy, close } = setup();
-  const first = { model: "m", tokenIds: tokens(40) };
-  policy.onRouted?.("a", first);
-  assert.deepEqual(policy.bookings("a"), { prefillTokens: 40, decodeBlocks: 10 });
+  const { policy, activeLoad, close } = setup();
+  activeLoad.add("first", "a", 40, 10);
   assert.equal(policy.select([view("a"), view("b")], { model: "m", tokenIds: tokens(8, 100) }).id, "b");
-  policy.onFirstToken?.("a", first);
-  assert.deepEqual(policy.bookings("a"), { prefillTokens: 0, decodeBlocks: 10 });
-  policy.onFinished?.("a", first);
-  assert.deepEqual(policy.bookings("a"), { prefillTokens: 0, decodeBlocks: 0 });
+  activeLoad.prefillDone("first");
+  assert.deepEqual(activeLoad.of("a"), { prefillTokens: 0, decodeBlocks: 10 });
+  activeLoad.free("first");
+  assert.deepEqual(activeLoad.of("a"), { prefillTokens: 0, decodeBlocks: 0 });
   await close();
 });
 
@@ -73,8 +73,9 @@ test("temperature above 0 samples a softmax over costs: the cheaper worker is li
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
   let draw = 0;
   const draws = [0.05, 0.95];
-  const policy = kvPolicy({ indexer, blockSize: BS, temperature: 1, random: () => draws[draw++ % 2] as number });
-  policy.onRouted?.("busy", { model: "m", tokenIds: tokens(64, 500) });
+  const activeLoad = new ActiveLoad({ routerId: "r", clock: runtime.clock });
+  const policy = kvPolicy({ indexer, blockSize: BS, temperature: 1, activeLoad, random: () => draws[draw++ % 2] as number });
+  activeLoad.add("other", "busy", 64, 16);
   const candidates = [view("idle"), view("busy")];
   const picks = [0, 1].map(() => policy.select(candidates, { model: "m", tokenIds: tokens(8) }).id);
   assert.deepEqual(picks, ["idle", "busy"], "a low draw lands on the heavy weight of the idle worker, a high one on the busy");
@@ -82,12 +83,10 @@ test("temperature above 0 samples a softmax over costs: the cheaper worker is li
 });
 
 test("a per-request overlap weight of 0 leaves only decode load to compare (Dynamo's router_config_override)", async () => {
-  const { policy, cache, close } = setup();
+  const { policy, cache, activeLoad, close } = setup();
   cache("b", tokens(16));
   // b also decodes another request: 6 blocks, its prefill done.
-  const other = { model: "m", tokenIds: tokens(24, 500) };
-  policy.onRouted?.("b", other);
-  policy.onFirstToken?.("b", other);
+  activeLoad.add("other", "b", 0, 6);
   const request = { model: "m", tokenIds: tokens(20) };
   // weight 1: a = 20/4 + 5 = 10; b = 4/4 + (6 + 1) = 8. weight 0: a = 5; b = 7.
   assert.equal(policy.select([view("a"), view("b")], request).id, "b");

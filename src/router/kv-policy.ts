@@ -1,4 +1,5 @@
 import { hashBlocks } from "../protocol/index.js";
+import type { ActiveLoad } from "./active-load.js";
 import type { OverlapScores } from "./kv-index/radix-tree.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { RouteRequest, WorkerView } from "./worker-view.js";
@@ -11,6 +12,8 @@ export interface KvIndexView {
 
 export interface KvPolicyOptions {
   readonly indexer: KvIndexView;
+  /** The load every router replica has booked on each worker (the router books, the policy reads). */
+  readonly activeLoad: ActiveLoad;
   readonly blockSize: number;
   /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
   readonly overlapWeight?: number;
@@ -19,38 +22,18 @@ export interface KvPolicyOptions {
   readonly random?: () => number;
 }
 
-interface Booking {
-  readonly workerId: string;
-  prefillTokens: number;
-  readonly decodeBlocks: number;
-}
-
 /**
  * Dynamo's KV-aware selection: cost = overlap_weight × prefill_tokens / block_size + decode_blocks,
  * where prefill_tokens is the worker's active prefill plus the request's uncached tokens, and
- * decode_blocks its active blocks plus the request's blocks. Lowest cost wins; ties go to the worker
+ * decode_blocks its active blocks plus the request's blocks it does not cache. Lowest cost wins; ties go to the worker
  * with the smaller tree, then at random.
  */
-export function kvPolicy(
-  options: KvPolicyOptions,
-): RoutingPolicy & { bookings(workerId: string): { prefillTokens: number; decodeBlocks: number } } {
+export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   const weight = options.overlapWeight ?? 1;
   const temperature = options.temperature ?? 0;
   const random = options.random ?? Math.random;
   const bs = options.blockSize;
-  const bookings = new Map<RouteRequest, Booking>();
   const overlapOf = new WeakMap<RouteRequest, Map<string, number>>();
-
-  const load = (workerId: string): { prefillTokens: number; decodeBlocks: number } => {
-    let prefillTokens = 0;
-    let decodeBlocks = 0;
-    for (const b of bookings.values()) {
-      if (b.workerId !== workerId) continue;
-      prefillTokens += b.prefillTokens;
-      decodeBlocks += b.decodeBlocks;
-    }
-    return { prefillTokens, decodeBlocks };
-  };
 
   return {
     name: "kv",
@@ -60,7 +43,7 @@ export function kvPolicy(
       const isl = request.tokenIds.length;
       const costs = candidates.map((w) => {
         const overlap = scores.get(w.id) ?? 0;
-        const active = load(w.id);
+        const active = options.activeLoad.of(w.id);
         const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
         // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
         const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
@@ -77,21 +60,10 @@ export function kvPolicy(
     },
     onRouted(workerId, request) {
       options.indexer.recordDecision?.(workerId, request.tokenIds);
-      const overlap = overlapOf.get(request)?.get(workerId) ?? 0;
-      const isl = request.tokenIds.length;
-      bookings.set(request, { workerId, prefillTokens: Math.max(0, isl - overlap * bs), decodeBlocks: Math.ceil(isl / bs) });
-    },
-    onFirstToken(_workerId, request) {
-      const booking = bookings.get(request);
-      if (booking) booking.prefillTokens = 0;
-    },
-    onFinished(_workerId, request) {
-      bookings.delete(request);
     },
     overlapBlocks(workerId, request) {
       return overlapOf.get(request)?.get(workerId) ?? 0;
     },
-    bookings: load,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from "../observability/index.js";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
+import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
 import { WorkerSet } from "./worker-set.js";
@@ -21,11 +22,8 @@ export interface RouterOptions {
   readonly policy: RoutingPolicy;
   readonly logger: Logger;
   readonly busy?: BusyThresholds;
-}
-
-interface Booked {
-  prefillTokens: number;
-  blocks: number;
+  /** Where bookings go; share one between replicas (and with the KV policy). Default: a local one. */
+  readonly activeLoad?: ActiveLoad;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -45,7 +43,8 @@ export class Router {
   readonly #runtime: Runtime;
   readonly #policy: RoutingPolicy;
   readonly #queue: AdmissionQueue;
-  readonly #booked = new Map<string, Booked>();
+  readonly #load: ActiveLoad;
+  #requestSeq = 0;
   readonly #decodeThreshold: number;
   readonly #prefillFrac: number;
 
@@ -54,6 +53,7 @@ export class Router {
     this.#policy = options.policy;
     this.workers = new WorkerSet(options.runtime, options.logger);
     this.#queue = new AdmissionQueue(options.busy?.queueSize ?? 1024);
+    this.#load = options.activeLoad ?? new ActiveLoad({ routerId: "local", clock: options.runtime.clock });
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
     // A worker that joins may be free: let a parked request try it.
@@ -67,8 +67,8 @@ export class Router {
 
   /** Whether a worker is over a busy threshold, from this router's bookings and its published load. */
   isBusy(worker: WorkerView): boolean {
-    const booked = this.#booked.get(worker.id) ?? { prefillTokens: 0, blocks: 0 };
-    const blocks = Math.max(booked.blocks, worker.published?.activeKvBlocks ?? 0);
+    const booked = this.#load.of(worker.id);
+    const blocks = Math.max(booked.decodeBlocks, worker.published?.activeKvBlocks ?? 0);
     return (
       blocks > this.#decodeThreshold * worker.card.totalKvBlocks ||
       booked.prefillTokens > this.#prefillFrac * worker.card.maxBatchedTokens
@@ -116,40 +116,34 @@ export class Router {
       chosen = this.#policy.select(candidates, routeRequest);
     }
     const workerId = chosen.id;
-    const booking = {
-      prefillTokens: request.tokenIds.length,
-      blocks: Math.ceil(request.tokenIds.length / chosen.card.blockSize),
-    };
-    this.#book(workerId, booking.prefillTokens, booking.blocks);
+    const overlapBlocks = this.#policy.overlapBlocks?.(workerId, routeRequest);
+    const bookingId = `${request.requestId}#${++this.#requestSeq}`;
+    const blocks = Math.ceil(request.tokenIds.length / chosen.card.blockSize);
+    this.#load.add(
+      bookingId,
+      workerId,
+      Math.max(0, request.tokenIds.length - (overlapBlocks ?? 0) * chosen.card.blockSize),
+      blocks,
+    );
     this.workers.adjustInflight(workerId, 1);
     this.#policy.onRouted?.(workerId, routeRequest);
     const source = this.#runtime.requests.call(workerId, request, { signal: options.signal });
-    let prefilled = false;
     const release = (): void => {
-      this.#book(workerId, prefilled ? 0 : -booking.prefillTokens, -booking.blocks);
+      this.#load.free(bookingId);
       this.workers.adjustInflight(workerId, -1);
       this.#policy.onFinished?.(workerId, routeRequest);
       this.#queue.notify();
     };
     const firstToken = (): void => {
-      prefilled = true;
-      this.#book(workerId, -booking.prefillTokens, 0);
+      this.#load.prefillDone(bookingId);
       this.#policy.onFirstToken?.(workerId, routeRequest);
       this.#queue.notify();
     };
     return {
       workerId,
-      overlapBlocks: this.#policy.overlapBlocks?.(workerId, routeRequest),
+      overlapBlocks,
       stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken),
     };
-  }
-
-  #book(workerId: string, prefillTokens: number, blocks: number): void {
-    const booked = this.#booked.get(workerId) ?? { prefillTokens: 0, blocks: 0 };
-    booked.prefillTokens += prefillTokens;
-    booked.blocks += blocks;
-    if (booked.prefillTokens === 0 && booked.blocks === 0) this.#booked.delete(workerId);
-    else this.#booked.set(workerId, booked);
   }
 
   close(): void {

@@ -3,6 +3,7 @@ import { MockerEngine, SeededRandom, type TimingModel } from "../engines/index.j
 import { silentLogger } from "../observability/index.js";
 import type { GenerateRequest } from "../protocol/index.js";
 import {
+  ActiveLoad,
   ApproximateIndex,
   createBasicPolicy,
   KvIndexer,
@@ -75,6 +76,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       }),
   );
   const indexer = new KvIndexer({ logger: silentLogger, blockSize });
+  const activeLoad = new ActiveLoad({ routerId: "replay", clock });
   const views = engines.map((engine, i) => {
     const id = `worker-${String(i).padStart(4, "0")}`;
     let eventId = 0;
@@ -88,9 +90,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   });
   const policy: RoutingPolicy =
     options.policy === "kv"
-      ? kvPolicy({ indexer, blockSize, random: () => rng.next() })
+      ? kvPolicy({ indexer, blockSize, activeLoad, random: () => rng.next() })
       : options.policy === "kv-approx"
-        ? kvPolicy({ indexer: new ApproximateIndex({ clock, blockSize }), blockSize, random: () => rng.next() })
+        ? kvPolicy({ indexer: new ApproximateIndex({ clock, blockSize }), blockSize, activeLoad, random: () => rng.next() })
         : options.policy === "random"
           ? randomPolicy(() => rng.next())
           : createBasicPolicy(options.policy);
@@ -111,6 +113,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     const view = views.find((v) => v.id === chosen.id) as (typeof views)[number];
     const engine = engines[views.indexOf(view)] as MockerEngine;
     view.inflight++;
+    const overlap = policy.overlapBlocks?.(view.id, route) ?? 0;
+    const blocks = Math.ceil(tokenIds.length / blockSize);
+    activeLoad.add(String(index), view.id, Math.max(0, tokenIds.length - overlap * blockSize), blocks);
     policy.onRouted?.(view.id, route);
     const arrival = clock.now();
     let first = -1;
@@ -129,6 +134,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
         if (item.type === "token-delta") {
           if (first < 0) {
             first = clock.now();
+            activeLoad.prefillDone(String(index));
             policy.onFirstToken?.(view.id, route);
           }
           last = clock.now();
@@ -146,6 +152,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       // A request the engine refuses (longer than its context or its cache) counts as not completed.
     } finally {
       view.inflight--;
+      activeLoad.free(String(index));
       policy.onFinished?.(view.id, route);
       finished++;
       if (finished % 500 === 0) options.onProgress?.(finished, total);
