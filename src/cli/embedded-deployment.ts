@@ -55,11 +55,12 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
         ? await LlamaCppEngine.create({
             modelPath,
             sequences: options.sequences,
-            contextSizePerSequence: options.contextSize,
+            contextSizePerSequence: options.contextSize ?? 2048,
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           })
         : new MockerEngine({
             speedupRatio: options.speedupRatio,
+            ...(options.contextSize ? { contextLength: options.contextSize } : {}),
             ...(timing ? { timing } : {}),
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           });

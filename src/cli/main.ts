@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { isArmatureError } from "../protocol/index.js";
+import { BENCH_USAGE, benchCommand } from "./bench-command.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
@@ -13,6 +14,8 @@ usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
+  armature bench --url U --model M (--concurrency N | --rate R | --trace F)
+                                  load an OpenAI-compatible server: TTFT, ITL, throughput, goodput
   armature hash --block-size B --tokens 1,2,… [--lora NAME] [--json]
                                   Dynamo-compatible block hashes of a token list
 `;
@@ -36,6 +39,16 @@ export async function main(argv: readonly string[]): Promise<number> {
           return 0;
         }
         return await replayCommand(
+          rest,
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+        );
+      case "bench":
+        if (rest.includes("--help")) {
+          process.stdout.write(`${BENCH_USAGE}\n`);
+          return 0;
+        }
+        return await benchCommand(
           rest,
           (text) => process.stdout.write(text),
           (text) => process.stderr.write(text),

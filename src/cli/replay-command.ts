@@ -4,7 +4,7 @@ import { ArmatureError } from "../protocol/index.js";
 import { loadTrace, type ReplayPolicy, type ReplayResult, replay, sharedCacheHitBound } from "../sim/index.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
-       [--speedup X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
+       [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
        [--seed N] [--limit N] [--json]`;
 
 const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
@@ -22,6 +22,7 @@ export async function replayCommand(
       workers: { type: "string", default: "8" },
       policy: { type: "string", default: "kv" },
       speedup: { type: "string", default: "1" },
+      "speedup-ratio": { type: "string", default: "1" },
       "block-size": { type: "string", default: "64" },
       "kv-blocks": { type: "string", default: "16384" },
       "trace-block-size": { type: "string", default: "512" },
@@ -48,9 +49,10 @@ export async function replayCommand(
   const speedup = number("speedup", values.speedup, Number.MIN_VALUE);
   const blockSize = number("block-size", values["block-size"], 1);
   const traceBlockSize = number("trace-block-size", values["trace-block-size"], 1);
+  const engineSpeedup = number("speedup-ratio", values["speedup-ratio"], Number.MIN_VALUE);
   const timing = values["timing-profile"]
-    ? profiledTimingModel(await loadTimingProfile(values["timing-profile"]))
-    : polynomialTimingModel();
+    ? profiledTimingModel(await loadTimingProfile(values["timing-profile"]), engineSpeedup)
+    : polynomialTimingModel(engineSpeedup);
   const results: ReplayResult[] = [];
   for (const policy of policies) {
     const result = await replay({

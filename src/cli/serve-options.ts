@@ -25,7 +25,8 @@ export interface ServeOptions {
   /** false: the KV router ignores worker events and predicts caches from its own decisions. */
   readonly kvEvents: boolean;
   readonly sequences: number;
-  readonly contextSize: number;
+  /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
+  readonly contextSize: number | undefined;
   readonly logLevel: string;
 }
 
@@ -84,7 +85,11 @@ export const serveSettings: Record<string, Setting> = {
     help: "requests that may wait while every worker is busy; more get 503 (default 1024)",
   },
   sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
-  "context-size": { type: "integer", env: "ARMATURE_CONTEXT_SIZE", help: "llamacpp: tokens per sequence (default 2048)" },
+  "context-size": {
+    type: "integer",
+    env: "ARMATURE_CONTEXT_SIZE",
+    help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
+  },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
 };
 
@@ -150,7 +155,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     routerQueueSize: num("router-queue-size", true, 0),
     kvEvents: str("kv-events") !== "off",
     sequences: num("sequences", true, 1) ?? 4,
-    contextSize: num("context-size", true, 16) ?? 2048,
+    contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",
   };
 }
