@@ -18,6 +18,7 @@ import {
   kvPolicy,
   Router,
   type RoutingPolicy,
+  routerOverheadMetrics,
 } from "../router/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
@@ -71,6 +72,8 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     await runtime.close();
     throw error;
   }
+  const meter = new PrometheusMeter();
+  const onOverhead = routerOverheadMetrics(meter);
   const activeLoad = new ActiveLoad({ routerId: "embedded", clock: runtime.clock });
   let indexer: KvIndexer | undefined;
   let policy: RoutingPolicy;
@@ -80,9 +83,14 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     const blockSize = workers[0]?.card.blockSize ?? 16;
     if (options.kvEvents) {
       indexer = new KvIndexer({ runtime, logger, blockSize });
-      policy = kvPolicy({ indexer, blockSize, activeLoad });
+      policy = kvPolicy({ indexer, blockSize, activeLoad, onOverhead });
     } else {
-      policy = kvPolicy({ indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }), blockSize, activeLoad });
+      policy = kvPolicy({
+        indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }),
+        blockSize,
+        activeLoad,
+        onOverhead,
+      });
     }
   } else {
     policy = createBasicPolicy(routerName);
@@ -100,7 +108,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   });
   const frontend = await Frontend.create({
     router,
-    meter: new PrometheusMeter(),
+    meter,
     kvIndexer: indexer,
     logger,
     host: options.host,

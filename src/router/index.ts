@@ -18,5 +18,7 @@ export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
 export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
+export type { OverheadPhase } from "./router-metrics.js";
+export { routerOverheadMetrics } from "./router-metrics.js";
 export { WorkerSet } from "./worker-set.js";
 export type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";

@@ -20,6 +20,8 @@ export interface KvPolicyOptions {
   /** 0 picks the cheapest; above 0 samples a softmax over costs. Default 0. */
   readonly temperature?: number;
   readonly random?: () => number;
+  /** Hears how long each phase of a decision took (Dynamo's `router_overhead_*` metrics). */
+  readonly onOverhead?: ((phase: "block_hashing" | "indexer_find_matches" | "scheduling", ms: number) => void) | undefined;
 }
 
 /**
@@ -38,25 +40,39 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   return {
     name: "kv",
     select(candidates, request) {
-      const { scores, treeSizes } = options.indexer.findMatches(hashBlocks(request.tokenIds, bs).local);
+      const t0 = performance.now();
+      const hashes = hashBlocks(request.tokenIds, bs).local;
+      const t1 = performance.now();
+      const { scores, treeSizes } = options.indexer.findMatches(hashes);
+      const t2 = performance.now();
       overlapOf.set(request, scores);
-      const isl = request.tokenIds.length;
-      const costs = candidates.map((w) => {
-        const overlap = scores.get(w.id) ?? 0;
-        const active = options.activeLoad.of(w.id);
-        const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
-        // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
-        const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
-        const w8 = request.overrides?.overlapWeight ?? weight;
-        return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
-      });
-      const t = request.overrides?.temperature ?? temperature;
-      if (t > 0) return sample(costs, t, random);
-      const min = Math.min(...costs.map((c) => c.cost));
-      const cheapest = costs.filter((c) => c.cost === min);
-      const smallestTree = Math.min(...cheapest.map((c) => c.tree));
-      const finalists = cheapest.filter((c) => c.tree === smallestTree);
-      return (finalists[Math.floor(random() * finalists.length)] ?? costs[0])?.worker as WorkerView;
+      const chosen = choose(scores, treeSizes);
+      if (options.onOverhead) {
+        options.onOverhead("block_hashing", t1 - t0);
+        options.onOverhead("indexer_find_matches", t2 - t1);
+        options.onOverhead("scheduling", performance.now() - t2);
+      }
+      return chosen;
+
+      function choose(scores: Map<string, number>, treeSizes: Map<string, number>): WorkerView {
+        const isl = request.tokenIds.length;
+        const costs = candidates.map((w) => {
+          const overlap = scores.get(w.id) ?? 0;
+          const active = options.activeLoad.of(w.id);
+          const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
+          // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
+          const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
+          const w8 = request.overrides?.overlapWeight ?? weight;
+          return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
+        });
+        const t = request.overrides?.temperature ?? temperature;
+        if (t > 0) return sample(costs, t, random);
+        const min = Math.min(...costs.map((c) => c.cost));
+        const cheapest = costs.filter((c) => c.cost === min);
+        const smallestTree = Math.min(...cheapest.map((c) => c.tree));
+        const finalists = cheapest.filter((c) => c.tree === smallestTree);
+        return (finalists[Math.floor(random() * finalists.length)] ?? costs[0])?.worker as WorkerView;
+      }
     },
     onRouted(workerId, request) {
       options.indexer.recordDecision?.(workerId, request.tokenIds);

@@ -58,6 +58,10 @@ test("the kv router sends a request where its prefix is cached, ties to the smal
     const metrics = await (await fetch(`${deployment.frontend.url}/metrics`)).text();
     assert.match(metrics, /armature_router_kv_cache_events_applied\{event_type="stored",status="ok"\} \d+/);
     assert.match(metrics, /armature_frontend_kv_hit_rate_bucket/);
+    // Two requests were routed by the policy; the three pinned ones were not.
+    for (const phase of ["block_hashing", "indexer_find_matches", "scheduling"]) {
+      assert.match(metrics, new RegExp(`armature_router_overhead_${phase}_ms_count 2`));
+    }
   } finally {
     await deployment.close(1000);
   }
