@@ -1,11 +1,20 @@
+import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "../engines/index.js";
 import { ArmatureError } from "../protocol/index.js";
-import { loadTrace, type ReplayPolicy, type ReplayResult, replay, sharedCacheHitBound } from "../sim/index.js";
+import {
+  loadTrace,
+  type ReplayPolicy,
+  type ReplayResult,
+  renderTtftChart,
+  replay,
+  sharedCacheHitBound,
+  type TtftSeries,
+} from "../sim/index.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
-       [--seed N] [--limit N] [--json]`;
+       [--seed N] [--limit N] [--json] [--chart FILE.svg]`;
 
 const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
 
@@ -30,6 +39,7 @@ export async function replayCommand(
       seed: { type: "string", default: "1" },
       limit: { type: "string" },
       json: { type: "boolean", default: false },
+      chart: { type: "string" },
     },
   });
   const path = positionals[0];
@@ -54,8 +64,12 @@ export async function replayCommand(
     ? profiledTimingModel(await loadTimingProfile(values["timing-profile"]), engineSpeedup)
     : polynomialTimingModel(engineSpeedup);
   const results: ReplayResult[] = [];
+  const series: TtftSeries[] = [];
   for (const policy of policies) {
+    const ttftMs: number[] = [];
+    series.push({ name: policy, ttftMs });
     const result = await replay({
+      ttftSink: ttftMs,
       trace,
       policy,
       workers: number("workers", values.workers, 1),
@@ -70,6 +84,11 @@ export async function replayCommand(
     err(`\r${policy}: done in ${result.wall_seconds.toFixed(1)} s${" ".repeat(20)}\n`);
     results.push(result);
     if (values.json) out(`${JSON.stringify(result)}\n`);
+  }
+  if (values.chart) {
+    const title = `TTFT, ${trace.length} requests, ${values.workers} workers, arrivals ×${speedup}`;
+    await writeFile(values.chart, renderTtftChart(series, title));
+    err(`chart written to ${values.chart}\n`);
   }
   if (!values.json) {
     const bound = sharedCacheHitBound(trace, traceBlockSize, blockSize);

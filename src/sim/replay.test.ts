@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { sharedCacheHitBound } from "./cache-bound.js";
 import { replay } from "./replay.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
+import { renderTtftChart } from "./ttft-chart.js";
 
 // A small conversation-like trace: 6 sessions, each turn extending the session's previous prompt.
 function conversationTrace(): TraceRequest[] {
@@ -42,4 +43,17 @@ test("kv routing finds the sessions' cached prefixes that round-robin scatters",
   const rr = await replay({ ...options, policy: "round-robin" });
   assert.ok(kv.hit_rate > rr.hit_rate, `kv ${kv.hit_rate} vs round-robin ${rr.hit_rate}`);
   assert.ok(kv.hit_rate <= sharedCacheHitBound(trace, 64, 16) + 1e-9);
+});
+
+test("the TTFT chart draws one curve and one legend entry per policy", () => {
+  const svg = renderTtftChart(
+    [
+      { name: "kv", ttftMs: [5, 10, 20] },
+      { name: "round-robin <rr>", ttftMs: [8, 30, 90] },
+    ],
+    "t",
+  );
+  assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.equal(svg.match(/<polyline /g)?.length, 2);
+  assert.match(svg, /round-robin &lt;rr&gt;/);
 });

@@ -38,6 +38,8 @@ export interface ReplayOptions {
   readonly seed?: number;
   /** Called now and then with (requests finished, requests in all). */
   readonly onProgress?: (done: number, total: number) => void;
+  /** Receives every completed request's TTFT in ms (for charts). */
+  readonly ttftSink?: number[];
 }
 
 export interface ReplayResult {
@@ -97,7 +99,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
           ? randomPolicy(() => rng.next())
           : createBasicPolicy(options.policy);
 
-  const ttft: number[] = [];
+  const ttft: number[] = options.ttftSink ?? [];
   const itl: number[] = [];
   let promptTokens = 0;
   let cachedTokens = 0;
