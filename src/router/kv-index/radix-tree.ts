@@ -14,8 +14,10 @@ export interface OverlapScores {
 interface RadixNode {
   readonly tokensHash: bigint;
   readonly parent: RadixNode | undefined;
-  readonly children: Map<bigint, RadixNode>;
-  readonly workers: Set<string>;
+  /** Created on the first child: most nodes are leaves. */
+  children: Map<bigint, RadixNode> | undefined;
+  /** Workers holding the block; a small array costs far less than a Set per node. */
+  readonly workers: string[];
 }
 
 /**
@@ -24,7 +26,7 @@ interface RadixNode {
  * the engine's block hash to its node, for parent links and removals.
  */
 export class RadixTree {
-  readonly #root: RadixNode = { tokensHash: 0n, parent: undefined, children: new Map(), workers: new Set() };
+  readonly #root: RadixNode = { tokensHash: 0n, parent: undefined, children: new Map(), workers: [] };
   readonly #lookup = new Map<string, Map<bigint, RadixNode>>();
 
   /**
@@ -46,12 +48,13 @@ export class RadixTree {
       seen.add(block.blockHash);
     }
     for (const block of event.blocks) {
+      node.children ??= new Map();
       let child = node.children.get(block.tokensHash);
       if (!child) {
-        child = { tokensHash: block.tokensHash, parent: node, children: new Map(), workers: new Set() };
+        child = { tokensHash: block.tokensHash, parent: node, children: undefined, workers: [] };
         node.children.set(block.tokensHash, child);
       }
-      child.workers.add(workerId);
+      if (!child.workers.includes(workerId)) child.workers.push(workerId);
       lookup.set(block.blockHash, child);
       node = child;
     }
@@ -89,15 +92,17 @@ export class RadixTree {
   findMatches(localHashes: readonly bigint[]): OverlapScores {
     const scores = new Map<string, number>();
     let node = this.#root;
-    let active: Set<string> | undefined;
+    let active: string[] | undefined;
     for (let depth = 0; depth < localHashes.length; depth++) {
-      const child = node.children.get(localHashes[depth] as bigint);
+      const child = node.children?.get(localHashes[depth] as bigint);
       if (!child) break;
-      const next = new Set<string>();
-      for (const w of active ?? child.workers) if (child.workers.has(w)) next.add(w);
-      if (next.size === 0) break;
-      for (const w of next) scores.set(w, depth + 1);
-      active = next;
+      if (active === undefined) active = [...child.workers];
+      else if (child.workers.length > 8) {
+        const holders = new Set(child.workers);
+        active = active.filter((w) => holders.has(w));
+      } else active = active.filter((w) => child.workers.includes(w));
+      if (active.length === 0) break;
+      for (const w of active) scores.set(w, depth + 1);
       node = child;
     }
     const treeSizes = new Map<string, number>();
@@ -120,10 +125,11 @@ export class RadixTree {
   }
 
   #dropWorker(node: RadixNode, workerId: string): void {
-    node.workers.delete(workerId);
-    if (node.workers.size > 0) return;
+    const at = node.workers.indexOf(workerId);
+    if (at >= 0) node.workers.splice(at, 1);
+    if (node.workers.length > 0) return;
     // Nobody holds it: its subtree is unreachable for matching, so let it go.
-    node.children.clear();
-    node.parent?.children.delete(node.tokensHash);
+    node.children = undefined;
+    node.parent?.children?.delete(node.tokensHash);
   }
 }
