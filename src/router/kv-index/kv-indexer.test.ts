@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { MockerEngine } from "../../engines/index.js";
 import { silentLogger } from "../../observability/index.js";
 import { hashBlocks, type KvEventBatch } from "../../protocol/index.js";
-import { createEmbeddedRuntime } from "../../runtime/index.js";
+import { createEmbeddedRuntime, VirtualClock } from "../../runtime/index.js";
 import { subjects, WorkerHost } from "../../worker/index.js";
 import { KvIndexer } from "./kv-indexer.js";
 
@@ -128,5 +128,38 @@ test("when the ring buffer no longer has them, the worker's dump replaces what t
     12,
   );
   await worker.close(100);
+  await runtime.close();
+});
+
+test("a busy worker whose KV events stop arriving is reported once, loudly", async () => {
+  const clock = new VirtualClock();
+  const runtime = createEmbeddedRuntime({ clock });
+  const warnings: string[] = [];
+  const logger = {
+    ...silentLogger,
+    child: () => logger,
+    warn: (a: unknown, b?: string) => warnings.push(String(b ?? a)),
+  } as typeof silentLogger;
+  const indexer = new KvIndexer({ runtime, logger, blockSize: 16, silenceWarningMs: 30_000 });
+  const load = (active: number) =>
+    runtime.events.publish(subjects.load("w1"), {
+      type: "worker-load",
+      workerId: "w1",
+      activeRequests: active,
+      waitingRequests: 0,
+      activeKvBlocks: 0,
+      totalKvBlocks: 1,
+    });
+  await load(2);
+  await clock.advance(20_000);
+  await load(2);
+  assert.equal(warnings.length, 0);
+  await clock.advance(20_000);
+  await load(2);
+  await load(2);
+  await clock.advance(1);
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0] ?? "", /KV events stopped arriving/);
+  indexer.close();
   await runtime.close();
 });

@@ -1,5 +1,5 @@
 import type { Logger } from "../../observability/index.js";
-import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery } from "../../protocol/index.js";
+import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } from "../../protocol/index.js";
 import type { Runtime, Unsubscribe } from "../../runtime/index.js";
 import { subjects } from "../../worker/index.js";
 import { type ApplyStatus, type OverlapScores, RadixTree } from "./radix-tree.js";
@@ -15,6 +15,8 @@ export interface KvIndexerOptions {
    * runtime: the worker's KV query address on the request plane.
    */
   readonly recover?: ((workerId: string, fromEventId: number) => AsyncIterable<KvEventBatch | KvEventsDump>) | undefined;
+  /** Warn when a worker reports requests in flight but no KV events for this long. Default 30 s. */
+  readonly silenceWarningMs?: number;
 }
 
 export type RecoveryRequester = NonNullable<KvIndexerOptions["recover"]>;
@@ -38,6 +40,9 @@ export class KvIndexer {
   readonly #warnedSizes = new Set<string>();
   readonly #recover: RecoveryRequester | undefined;
   readonly #held = new Map<string, KvEventBatch[]>();
+  /** When each worker's last KV events arrived, and whether its silence was reported. */
+  readonly #lastHeard = new Map<string, number>();
+  readonly #silenceReported = new Set<string>();
   /** Recoveries started and failed, for diagnostics. */
   readonly recoveries = { started: 0, failed: 0 };
 
@@ -54,8 +59,12 @@ export class KvIndexer {
           }
         : undefined);
     if (runtime) {
+      const silenceMs = options.silenceWarningMs ?? 30_000;
       this.#stops.push(
-        runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch)),
+        runtime.events.subscribe(subjects.allLoad, (payload) =>
+          this.#checkSilence(payload as WorkerLoad, runtime.clock.now(), silenceMs),
+        ),
+        runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch, runtime.clock.now())),
         runtime.discovery.watch((event) => {
           if (event.type === "instance-removed") this.removeWorker(event.instanceId);
         }),
@@ -64,7 +73,9 @@ export class KvIndexer {
   }
 
   /** Applies one batch of a worker's events, in order; starts a recovery on a gap. */
-  apply(batch: KvEventBatch): void {
+  apply(batch: KvEventBatch, now: number = performance.now()): void {
+    this.#lastHeard.set(batch.workerId, now);
+    this.#silenceReported.delete(batch.workerId);
     const held = this.#held.get(batch.workerId);
     if (held) {
       held.push(batch);
@@ -119,6 +130,19 @@ export class KvIndexer {
 
   #applyEvents(workerId: string, events: readonly KvEvent[]): void {
     for (const event of events) this.#count(event.type, this.#applyOne(workerId, event));
+  }
+
+  /** A worker busy with requests whose KV events stopped arriving is reported, once per silence. */
+  #checkSilence(load: WorkerLoad, now: number, silenceMs: number): void {
+    if (load.activeRequests === 0) return;
+    if (!this.#lastHeard.has(load.workerId)) this.#lastHeard.set(load.workerId, now);
+    const quietMs = now - (this.#lastHeard.get(load.workerId) as number);
+    if (quietMs < silenceMs || this.#silenceReported.has(load.workerId)) return;
+    this.#silenceReported.add(load.workerId);
+    this.#log.warn(
+      { workerId: load.workerId, quietMs: Math.round(quietMs), activeRequests: load.activeRequests },
+      "worker is serving requests but its KV events stopped arriving; routing to it works from stale cache state. Check the worker's event publishing, or run the router with --kv-events off",
+    );
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {
