@@ -20,57 +20,42 @@ usage:
                                   Dynamo-compatible block hashes of a token list
 `;
 
+const out = (text: string): void => {
+  process.stdout.write(text);
+};
+const err = (text: string): void => {
+  process.stderr.write(text);
+};
+
+/** Each command: how to run it, and the usage `--help` prints. */
+const commands: Record<string, { run: (argv: readonly string[]) => Promise<number> | number; usage: () => string }> = {
+  serve: { run: (argv) => serve(argv), usage: serveUsage },
+  model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
+  replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
+  bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },
+  hash: { run: (argv) => hashCommand(argv, out), usage: () => HASH_USAGE },
+};
+
 /** Runs the CLI; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    out(USAGE);
+    return name === undefined ? 1 : 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    err(`armature: unknown command '${name}'\n\n${USAGE}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    out(`${command.usage()}\n`);
+    return 0;
+  }
   try {
-    switch (command) {
-      case "serve":
-        if (rest.includes("--help") || rest.includes("-h")) {
-          process.stdout.write(`${serveUsage()}\n`);
-          return 0;
-        }
-        return await serve(rest);
-      case "model":
-        return await model(rest);
-      case "replay":
-        if (rest.includes("--help")) {
-          process.stdout.write(`${REPLAY_USAGE}\n`);
-          return 0;
-        }
-        return await replayCommand(
-          rest,
-          (text) => process.stdout.write(text),
-          (text) => process.stderr.write(text),
-        );
-      case "bench":
-        if (rest.includes("--help")) {
-          process.stdout.write(`${BENCH_USAGE}\n`);
-          return 0;
-        }
-        return await benchCommand(
-          rest,
-          (text) => process.stdout.write(text),
-          (text) => process.stderr.write(text),
-        );
-      case "hash":
-        if (rest.includes("--help")) {
-          process.stdout.write(`${HASH_USAGE}\n`);
-          return 0;
-        }
-        return hashCommand(rest, (text) => process.stdout.write(text));
-      case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        process.stdout.write(USAGE);
-        return command === undefined ? 1 : 0;
-      default:
-        process.stderr.write(`armature: unknown command '${command}'\n\n${USAGE}`);
-        return 2;
-    }
+    return await command.run(rest);
   } catch (error) {
-    process.stderr.write(`armature: ${isArmatureError(error) ? error.message : String(error)}\n`);
+    err(`armature: ${isArmatureError(error) ? error.message : String(error)}\n`);
     return 1;
   }
 }
