@@ -1,0 +1,3 @@
+export { decodeMessage, encodeMessage } from "./codec.js";
+export { NatsEventPlane } from "./nats-event-plane.js";
+export { NatsRequestPlane } from "./nats-request-plane.js";
