@@ -9,3 +9,4 @@ export { MemoryDiscovery } from "./memory/memory-discovery.js";
 export { MemoryEventPlane } from "./memory/memory-event-plane.js";
 export { MemoryRequestPlane } from "./memory/memory-request-plane.js";
 export type { Registration, RequestContext, RequestHandler, RequestPlane } from "./request-plane.js";
+export { decodeMessage, encodeMessage } from "./wire-codec.js";

@@ -1,3 +1,2 @@
-export { decodeMessage, encodeMessage } from "./codec.js";
 export { NatsEventPlane } from "./nats-event-plane.js";
 export { NatsRequestPlane } from "./nats-request-plane.js";

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Unsubscribe } from "../discovery.js";
 import type { EventPlane } from "../event-plane.js";
-import { decodeMessage, encodeMessage } from "./codec.js";
+import { decodeMessage, encodeMessage } from "../wire-codec.js";
 
 /** Event plane on NATS core subjects: at-most-once, in order per publisher. */
 export class NatsEventPlane implements EventPlane {

@@ -1,7 +1,7 @@
 import { createInbox, type NatsConnection, RequestError } from "@nats-io/transport-node";
 import { ArmatureError, type ErrorCode, isArmatureError } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
-import { decodeMessage, encodeMessage } from "./codec.js";
+import { decodeMessage, encodeMessage } from "../wire-codec.js";
 
 /** What the caller sends to start a call. */
 interface CallStart {

@@ -1,0 +1,90 @@
+import type { Etcd3, Lease as EtcdLease, Watcher } from "etcd3";
+import type { Discovery, DiscoveryEvent, InstanceRecord, Lease, Unsubscribe } from "../discovery.js";
+import { decodeMessage, encodeMessage } from "../wire-codec.js";
+
+export interface EtcdDiscoveryOptions {
+  /** Key prefix of this deployment. Default `/armature/instances/`. */
+  readonly prefix?: string;
+  /** Reports errors of background watches (they retry by themselves). */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * Discovery on etcd v3: each instance is a key under a prefix, attached to a lease of its TTL
+ * (whole seconds, at least 1; etcd expires a lease between TTL and TTL + 0.5 s). Watchers replay
+ * what exists, then follow changes from the next revision, so nothing falls in between.
+ */
+export class EtcdDiscovery implements Discovery {
+  readonly #etcd: Etcd3;
+  readonly #prefix: string;
+  readonly #onError: (error: unknown) => void;
+  readonly #watchers = new Set<Promise<Watcher | undefined>>();
+
+  constructor(etcd: Etcd3, options: EtcdDiscoveryOptions = {}) {
+    this.#etcd = etcd;
+    this.#prefix = options.prefix ?? "/armature/instances/";
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  async register(instance: InstanceRecord, options: { ttlMs: number }): Promise<Lease> {
+    const ttlSeconds = Math.max(1, Math.ceil(options.ttlMs / 1000));
+    const lease: EtcdLease = this.#etcd.lease(ttlSeconds, { autoKeepAlive: false });
+    await lease.put(this.#prefix + instance.id).value(Buffer.from(encodeMessage(instance)));
+    const id = await lease.grant();
+    return {
+      id,
+      keepAlive: async () => {
+        try {
+          const response = await lease.keepaliveOnce();
+          return Number(response.TTL) > 0;
+        } catch {
+          return false;
+        }
+      },
+      revoke: async () => {
+        await lease.revoke();
+      },
+    };
+  }
+
+  async list(): Promise<InstanceRecord[]> {
+    const values = await this.#etcd.getAll().prefix(this.#prefix).buffers();
+    return Object.values(values).map((v) => decodeMessage(v) as InstanceRecord);
+  }
+
+  watch(listener: (event: DiscoveryEvent) => void): Unsubscribe {
+    let stopped = false;
+    const started = (async (): Promise<Watcher | undefined> => {
+      const snapshot = await this.#etcd.getAll().prefix(this.#prefix).exec();
+      if (stopped) return undefined;
+      for (const kv of snapshot.kvs) listener({ type: "instance-added", instance: decodeMessage(kv.value) as InstanceRecord });
+      const watcher = await this.#etcd
+        .watch()
+        .prefix(this.#prefix)
+        .startRevision(String(Number(snapshot.header.revision) + 1))
+        .create();
+      watcher.on("put", (kv) => {
+        if (!stopped) listener({ type: "instance-added", instance: decodeMessage(kv.value) as InstanceRecord });
+      });
+      watcher.on("delete", (kv) => {
+        if (!stopped) listener({ type: "instance-removed", instanceId: kv.key.toString().slice(this.#prefix.length) });
+      });
+      watcher.on("error", (error) => this.#onError(error));
+      if (stopped) await watcher.cancel();
+      return watcher;
+    })();
+    started.catch((error: unknown) => this.#onError(error));
+    this.#watchers.add(started);
+    return () => {
+      stopped = true;
+      this.#watchers.delete(started);
+      void started.then((w) => w?.cancel()).catch(() => {});
+    };
+  }
+
+  async close(): Promise<void> {
+    const watchers = await Promise.all([...this.#watchers].map((p) => p.catch(() => undefined)));
+    await Promise.all(watchers.map((w) => w?.cancel()));
+    this.#watchers.clear();
+  }
+}

@@ -1,0 +1,2 @@
+export type { EtcdDiscoveryOptions } from "./etcd-discovery.js";
+export { EtcdDiscovery } from "./etcd-discovery.js";

@@ -1,0 +1,64 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "./nats-server.js";
+
+/** A real single-node etcd on free loopback ports with a temporary data folder, stopped by pid. */
+export interface EtcdServer {
+  readonly endpoint: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export const ETCD_BINARY = ["/usr/bin/etcd", "/usr/sbin/etcd"].find((p) => existsSync(p));
+
+export async function startEtcd(): Promise<EtcdServer> {
+  if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
+  const client = await freePort();
+  const peer = await freePort();
+  const dataDir = await mkdtemp(join(tmpdir(), "armature-etcd-"));
+  const child: ChildProcess = spawn(
+    ETCD_BINARY,
+    [
+      "--name",
+      "armature-test",
+      "--data-dir",
+      dataDir,
+      "--listen-client-urls",
+      `http://127.0.0.1:${client}`,
+      "--advertise-client-urls",
+      `http://127.0.0.1:${client}`,
+      "--listen-peer-urls",
+      `http://127.0.0.1:${peer}`,
+      "--initial-advertise-peer-urls",
+      `http://127.0.0.1:${peer}`,
+      "--initial-cluster",
+      `armature-test=http://127.0.0.1:${peer}`,
+    ],
+    { stdio: "ignore" },
+  );
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${client}/health`)).ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error("etcd did not become healthy");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    endpoint: `127.0.0.1:${client}`,
+    pid: child.pid as number,
+    async stop() {
+      if (child.exitCode === null) {
+        process.kill(child.pid as number, "SIGTERM");
+        await once(child, "exit");
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
