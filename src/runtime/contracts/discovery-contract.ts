@@ -55,6 +55,8 @@ export function discoveryContract(name: string, makeFixture: () => Promise<Disco
       const events: DiscoveryEvent[] = [];
       const lease = await discovery.register(instance("a"), { ttlMs: 10_000 });
       const stop = discovery.watch((e) => events.push(e));
+      // Watches may start asynchronously (etcd): the current instance is reported first.
+      await waitFor(() => events.length > 0);
       await lease.revoke();
       await waitFor(() => events.some((e) => e.type === "instance-removed"));
       assert.deepEqual(
