@@ -1,0 +1,80 @@
+import { Frontend } from "../frontend/index.js";
+import { type Logger, PrometheusMeter } from "../observability/index.js";
+import type { ModelCard } from "../protocol/index.js";
+import {
+  ActiveLoad,
+  ApproximateIndex,
+  createBasicPolicy,
+  KvIndexer,
+  kvPolicy,
+  Router,
+  type RoutingPolicy,
+  routerOverheadMetrics,
+} from "../router/index.js";
+import type { Runtime } from "../runtime/index.js";
+import type { ServeOptions } from "./serve-options.js";
+
+export interface FrontendStack {
+  readonly frontend: Frontend;
+  readonly router: Router;
+  /** Drains HTTP, then stops routing. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * The router (policy chosen from the flags and the workers' cards) and the HTTP frontend on a
+ * runtime. `cards` are the workers known at start; the KV index takes its block size from them
+ * unless `--block-size` says otherwise.
+ */
+export async function startFrontend(
+  options: ServeOptions,
+  runtime: Runtime,
+  logger: Logger,
+  cards: readonly ModelCard[],
+  routerId: string,
+): Promise<FrontendStack> {
+  const meter = new PrometheusMeter();
+  const onOverhead = routerOverheadMetrics(meter);
+  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock });
+  let indexer: KvIndexer | undefined;
+  let policy: RoutingPolicy;
+  const routerName = options.router ?? (cards.length > 0 && cards.every((c) => c.publishesKvEvents) ? "kv" : "round-robin");
+  if (routerName === "kv") {
+    const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
+    if (options.kvEvents) {
+      indexer = new KvIndexer({ runtime, logger, blockSize });
+      policy = kvPolicy({ indexer, blockSize, activeLoad, onOverhead });
+    } else {
+      policy = kvPolicy({
+        indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }),
+        blockSize,
+        activeLoad,
+        onOverhead,
+      });
+    }
+  } else {
+    policy = createBasicPolicy(routerName);
+  }
+  const router = new Router({
+    runtime,
+    policy,
+    logger,
+    activeLoad,
+    busy: {
+      ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
+      ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
+      ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
+    },
+  });
+  const frontend = await Frontend.create({ router, meter, kvIndexer: indexer, logger, host: options.host, port: options.port });
+  return {
+    frontend,
+    router,
+    async close(graceMs = 30_000) {
+      await frontend.close(graceMs);
+      router.close();
+      indexer?.close();
+      activeLoad.close();
+    },
+  };
+}
