@@ -3,15 +3,19 @@ import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { isArmatureError } from "../protocol/index.js";
 import { BENCH_USAGE, benchCommand } from "./bench-command.js";
+import { frontendCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
+import { untilSignal } from "./signals.js";
 
 const USAGE = `armature — serve large language models with an OpenAI-compatible API
 
 usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
+  armature worker --bus nats://… --discovery etcd://…     engines as a separate process
+  armature frontend --bus nats://… --discovery etcd://…   HTTP API and router as a separate process
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature bench --url U --model M (--concurrency N | --rate R | --trace F)
@@ -30,6 +34,15 @@ const err = (text: string): void => {
 /** Each command: how to run it, and the usage `--help` prints. */
 const commands: Record<string, { run: (argv: readonly string[]) => Promise<number> | number; usage: () => string }> = {
   serve: { run: (argv) => serve(argv), usage: serveUsage },
+  worker: {
+    run: (argv) => workerCommand(argv, out),
+    usage: () => `usage: armature worker --bus nats://H:P --discovery etcd://H:P [serve's engine flags]\n\n${serveUsage()}`,
+  },
+  frontend: {
+    run: (argv) => frontendCommand(argv, out),
+    usage: () =>
+      `usage: armature frontend --bus nats://H:P --discovery etcd://H:P [serve's HTTP and router flags]\n\n${serveUsage()}`,
+  },
   model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
   replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
   bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },
@@ -67,16 +80,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   process.stdout.write(
     `armature serving model '${deployment.modelName}' (${options.engine}, ${options.workers} worker${options.workers > 1 ? "s" : ""}) at ${deployment.frontend.url}/v1\n`,
   );
-  await new Promise<void>((resolveSignal) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      logger.info({ signal, inflight: deployment.frontend.inflightRequests }, "draining");
-      resolveSignal();
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
+  await untilSignal(logger);
   await deployment.close();
   process.stdout.write("armature stopped\n");
   return 0;

@@ -24,6 +24,10 @@ export interface ServeOptions {
   readonly routerQueueSize: number | undefined;
   /** false: the KV router ignores worker events and predicts caches from its own decisions. */
   readonly kvEvents: boolean;
+  /** `nats://host:port` for `armature worker` and `armature frontend`. */
+  readonly bus: string | undefined;
+  /** `etcd://host:port` for `armature worker` and `armature frontend`. */
+  readonly discovery: string | undefined;
   readonly sequences: number;
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
@@ -73,6 +77,8 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_BUSY_PREFILL_FRAC",
     help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
   },
+  bus: { type: "string", env: "ARMATURE_BUS", help: "worker/frontend: NATS for requests and events, nats://HOST:PORT" },
+  discovery: { type: "string", env: "ARMATURE_DISCOVERY", help: "worker/frontend: etcd for discovery, etcd://HOST:PORT" },
   "kv-events": {
     type: "string",
     env: "ARMATURE_KV_EVENTS",
@@ -154,6 +160,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     busyPrefillFrac: num("busy-prefill-frac", false, 0),
     routerQueueSize: num("router-queue-size", true, 0),
     kvEvents: str("kv-events") !== "off",
+    bus: str("bus"),
+    discovery: str("discovery"),
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",

@@ -1,6 +1,8 @@
 export type { Clock } from "./clock.js";
 export { RealClock, VirtualClock } from "./clock.js";
 export type { Discovery, DiscoveryEvent, InstanceRecord, Lease, Unsubscribe } from "./discovery.js";
+export type { DistributedRuntimeOptions } from "./distributed-runtime.js";
+export { connectDistributedRuntime } from "./distributed-runtime.js";
 export type { Runtime } from "./embedded-runtime.js";
 export { createEmbeddedRuntime } from "./embedded-runtime.js";
 export type { EventPlane } from "./event-plane.js";

@@ -15,8 +15,16 @@ export interface ServeProcess {
 }
 
 /** Starts `armature serve --port 0 …` and resolves once it prints where it listens. */
-export async function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--log-level", "warn", ...args], {
+export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  return startArmature(["serve", "--port", "0", ...args], env);
+}
+
+/**
+ * Starts an armature command and resolves once it prints its readiness line: `at http://…/v1`
+ * (serve, frontend) or `armature worker …` (worker, whose `url` is then empty).
+ */
+export async function startArmature(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [BIN, ...args, "--log-level", "warn"], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -29,18 +37,18 @@ export async function startServe(args: readonly string[], env: NodeJS.ProcessEnv
   });
   const exited = once(child, "exit");
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`armature serve did not start in time:\n${output}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`armature ${args[0]} did not start in time:\n${output}`)), 60_000);
     const check = (): void => {
       const match = /at (http:\/\/\S+)\/v1/.exec(output);
-      if (match?.[1]) {
+      if (match?.[1] || /^armature worker \S/m.test(output)) {
         clearTimeout(timer);
-        resolve(match[1]);
+        resolve(match?.[1] ?? "");
       }
     };
     child.stdout?.on("data", check);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`armature serve exited with ${code}:\n${output}`));
+      reject(new Error(`armature ${args[0]} exited with ${code}:\n${output}`));
     });
   });
   return {

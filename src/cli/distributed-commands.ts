@@ -1,0 +1,66 @@
+import { randomUUID } from "node:crypto";
+import { createLogger, type Logger } from "../observability/index.js";
+import { ArmatureError, type ModelCard } from "../protocol/index.js";
+import { connectDistributedRuntime, type Runtime } from "../runtime/index.js";
+import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
+import { untilSignal } from "./signals.js";
+import { startFrontend } from "./start-frontend.js";
+import { startWorkers } from "./start-workers.js";
+
+async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> {
+  if (!options.bus || !options.discovery) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "a separate worker or frontend needs --bus nats://HOST:PORT and --discovery etcd://HOST:PORT (ARMATURE_BUS, ARMATURE_DISCOVERY); for one process use armature serve",
+    );
+  }
+  return connectDistributedRuntime({
+    bus: options.bus,
+    discovery: options.discovery,
+    onError: (error, where) => logger.warn({ err: error, where }, "runtime error"),
+  });
+}
+
+/** `armature worker`: engines registered in etcd, served over NATS, until SIGINT/SIGTERM. */
+export async function workerCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  const options = resolveServeOptions(argv);
+  const logger = createLogger({ level: options.logLevel });
+  const runtime = await connect(options, logger);
+  const { workers, modelName } = await startWorkers(options, runtime, logger);
+  out(`armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${options.bus}\n`);
+  await untilSignal(logger);
+  await Promise.all(workers.map((w) => w.close()));
+  await runtime.close();
+  out("armature worker stopped\n");
+  return 0;
+}
+
+/** `armature frontend`: the OpenAI HTTP API and the router, finding workers in etcd. */
+export async function frontendCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  const options = resolveServeOptions(argv);
+  const logger = createLogger({ level: options.logLevel });
+  const runtime = await connect(options, logger);
+  const cards = await waitForWorkers(runtime, logger);
+  const stack = await startFrontend(options, runtime, logger, cards, `frontend-${randomUUID().slice(0, 8)}`);
+  out(`armature frontend (${cards.length} worker${cards.length === 1 ? "" : "s"} found) at ${stack.frontend.url}/v1\n`);
+  await untilSignal(logger);
+  await stack.close();
+  await runtime.close();
+  out("armature frontend stopped\n");
+  return 0;
+}
+
+/** The router's KV block size comes from the workers' cards: wait (up to 60 s) for the first one. */
+async function waitForWorkers(runtime: Runtime, logger: Logger): Promise<ModelCard[]> {
+  const deadline = Date.now() + 60_000;
+  let warned = false;
+  for (;;) {
+    const instances = await runtime.discovery.list();
+    if (instances.length > 0 || Date.now() > deadline) return instances.map((i) => i.card);
+    if (!warned) {
+      logger.info("waiting for a worker to register (armature worker --discovery …)");
+      warned = true;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

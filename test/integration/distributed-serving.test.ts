@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { startArmature } from "../helpers/armature-process.js";
+import { type EtcdServer, startEtcd } from "../helpers/etcd-server.js";
+import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
+
+// Frontend and workers as separate processes over a real nats-server and etcd.
+let nats: NatsServer;
+let etcd: EtcdServer;
+
+before(async () => {
+  [nats, etcd] = await Promise.all([startNatsServer(), startEtcd()]);
+});
+after(async () => {
+  await Promise.all([nats.stop(), etcd.stop()]);
+});
+
+async function health(url: string): Promise<{ status: string; instances: { id: string }[] }> {
+  return (await (await fetch(`${url}/health`)).json()) as { status: string; instances: { id: string }[] };
+}
+
+test("a frontend process serves the OpenAI API through worker processes found in etcd, over NATS", async () => {
+  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
+  const workerA = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
+  const workerB = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
+  const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--router", "round-robin"]);
+  try {
+    const deadline = Date.now() + 10_000;
+    while ((await health(frontend.url)).instances.length < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    const ids = (await health(frontend.url)).instances.map((i) => i.id).sort();
+    assert.equal(ids.length, 2);
+    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const served = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const stream = await client.chat.completions
+        .create({ model: "armature-mocker", messages: [{ role: "user", content: `hello ${i}` }], max_tokens: 5, stream: true })
+        .withResponse();
+      served.add(stream.response.headers.get("x-armature-worker") ?? "");
+      let chunks = 0;
+      for await (const _ of stream.data) chunks++;
+      assert.ok(chunks >= 2);
+    }
+    assert.deepEqual([...served].sort(), ids, "both worker processes served");
+
+    // A worker stopped with SIGTERM deregisters; the frontend keeps serving with the other.
+    assert.equal(await workerA.stop("SIGTERM"), 0);
+    const gone = Date.now() + 10_000;
+    while ((await health(frontend.url)).instances.length > 1 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await health(frontend.url)).instances.length, 1);
+    const after = await client.chat.completions.create({
+      model: "armature-mocker",
+      messages: [{ role: "user", content: "still there?" }],
+      max_tokens: 3,
+    });
+    assert.equal(after.choices.length, 1);
+  } finally {
+    await Promise.all([frontend.stop(), workerA.stop(), workerB.stop()]);
+  }
+});
