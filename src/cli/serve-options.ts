@@ -24,6 +24,7 @@ export interface ServeOptions {
   readonly routerQueueSize: number | undefined;
   /** false: the KV router ignores worker events and predicts caches from its own decisions. */
   readonly kvEvents: boolean;
+  readonly migrationLimit: number;
   /** `nats://host:port` for `armature worker` and `armature frontend`. */
   readonly bus: string | undefined;
   /** `etcd://host:port` for `armature worker` and `armature frontend`. */
@@ -76,6 +77,11 @@ export const serveSettings: Record<string, Setting> = {
     type: "number",
     env: "ARMATURE_BUSY_PREFILL_FRAC",
     help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
+  },
+  "migration-limit": {
+    type: "integer",
+    env: "ARMATURE_MIGRATION_LIMIT",
+    help: "times a request moves to another worker when its worker fails mid-stream (default 3)",
   },
   bus: { type: "string", env: "ARMATURE_BUS", help: "worker/frontend: NATS for requests and events, nats://HOST:PORT" },
   discovery: { type: "string", env: "ARMATURE_DISCOVERY", help: "worker/frontend: etcd for discovery, etcd://HOST:PORT" },
@@ -160,6 +166,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     busyPrefillFrac: num("busy-prefill-frac", false, 0),
     routerQueueSize: num("router-queue-size", true, 0),
     kvEvents: str("kv-events") !== "off",
+    migrationLimit: num("migration-limit", true, 0) ?? 3,
     bus: str("bus"),
     discovery: str("discovery"),
     sequences: num("sequences", true, 1) ?? 4,

@@ -66,7 +66,15 @@ export async function startFrontend(
       ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
     },
   });
-  const frontend = await Frontend.create({ router, meter, kvIndexer: indexer, logger, host: options.host, port: options.port });
+  const frontend = await Frontend.create({
+    router,
+    meter,
+    kvIndexer: indexer,
+    logger,
+    host: options.host,
+    port: options.port,
+    migrationLimit: options.migrationLimit,
+  });
   return {
     frontend,
     router,

@@ -77,6 +77,7 @@ export class FrontendMetrics {
   readonly outputTokensTotal: CounterMetric;
   readonly cachedTokens: HistogramMetric;
   readonly disconnected: CounterMetric;
+  readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
   readonly #kvEventsApplied: GaugeMetric;
   readonly #queuePending: GaugeMetric;
@@ -137,6 +138,11 @@ export class FrontendMetrics {
       ["event_type", "status"],
     );
     this.#queuePending = meter.gauge(`${p}router_queue_pending_requests`, "Requests waiting because every worker is busy");
+    this.migrations = meter.counter(
+      `${p}model_migration_total`,
+      "Requests moved to another worker after theirs failed mid-stream",
+      ["model"],
+    );
     this.disconnected = meter.counter(`${p}disconnected_clients`, "Clients that went away before their response ended");
     this.#workerBlocks = meter.gauge(`${p}worker_active_decode_blocks`, "KV blocks in use on each worker, as it last reported", [
       "worker_id",

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
 import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
+import { migratingStream } from "./migrating-stream.js";
 import type { ModelPipeline } from "./model-pipelines.js";
 import type { CommonParams } from "./requests/common-params.js";
 import { StopMatcher } from "./stop-matcher.js";
@@ -36,6 +37,9 @@ export interface GenerationInput {
   readonly params: CommonParams;
   readonly signal: AbortSignal;
   readonly observer: GenerationObserver;
+  /** Times a request may move to another worker when its worker fails mid-stream. */
+  readonly migrationLimit: number;
+  readonly onMigrate?: (from: string, to: string, generated: number) => void;
 }
 
 /**
@@ -60,12 +64,17 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     pinnedWorkerId: params.pinnedWorkerId,
     overrides: params.routerOverrides,
   });
-  const upstream = call.stream[Symbol.asyncIterator]();
+  const upstream = migratingStream(router, request, call, {
+    signal: input.signal,
+    limit: input.migrationLimit,
+    overrides: params.routerOverrides,
+    onMigrate: input.onMigrate,
+  })[Symbol.asyncIterator]();
   let first: IteratorResult<GenerateResponse>;
   try {
     first = await upstream.next();
   } catch (error) {
-    await upstream.return?.();
+    await upstream.return?.(undefined);
     throw error;
   }
   return {
@@ -146,7 +155,7 @@ async function* textEvents(
   } finally {
     // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,
     // the in-flight count) runs only when it is resumed or returned.
-    await upstream.return?.();
+    await upstream.return?.(undefined);
   }
   yield {
     type: "end",

@@ -20,6 +20,8 @@ export interface FrontendOptions {
   readonly host?: string;
   /** 0 picks a free port. Default 8000. */
   readonly port?: number;
+  /** Times a request may move to another worker when its worker fails mid-stream. Default 3. */
+  readonly migrationLimit?: number;
   /** Largest accepted request body. Default 32 MiB. */
   readonly bodyLimitBytes?: number;
 }
@@ -89,6 +91,7 @@ export class Frontend {
       metrics: this.#metrics,
       logger: this.#log,
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 32 * 1024 * 1024,
+      migrationLimit: this.#o.migrationLimit ?? 3,
     };
     switch (route) {
       case "POST /v1/chat/completions":

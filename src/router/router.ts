@@ -87,16 +87,24 @@ export class Router {
    */
   async route(
     request: GenerateRequest,
-    options: { signal: AbortSignal; pinnedWorkerId?: string | undefined; overrides?: RouterOverrides | undefined },
+    options: {
+      signal: AbortSignal;
+      pinnedWorkerId?: string | undefined;
+      overrides?: RouterOverrides | undefined;
+      /** Workers not to use for this request (one that just failed it). */
+      excludeWorkerIds?: readonly string[] | undefined;
+    },
   ): Promise<RoutedCall> {
-    let candidates = this.workers.forModel(request.model);
+    const excluded = new Set(options.excludeWorkerIds ?? []);
+    const eligible = (): WorkerView[] => this.workers.forModel(request.model).filter((w) => !excluded.has(w.id));
+    let candidates = eligible();
     if (candidates.length === 0) {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
     }
     if (options.pinnedWorkerId === undefined) {
-      const free = (): boolean => this.workers.forModel(request.model).some((w) => !this.isBusy(w));
+      const free = (): boolean => eligible().some((w) => !this.isBusy(w));
       await this.#queue.admit(free, options.signal);
-      candidates = this.workers.forModel(request.model).filter((w) => !this.isBusy(w));
+      candidates = eligible().filter((w) => !this.isBusy(w));
       if (candidates.length === 0) {
         throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
       }

@@ -18,6 +18,7 @@ export interface CompletionsRouteDeps {
   readonly metrics: FrontendMetrics;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
+  readonly migrationLimit: number;
 }
 
 type Kind = "chat" | "text";
@@ -56,6 +57,11 @@ export async function handleCompletions(
       params: request,
       signal: controller.signal,
       observer: timer,
+      migrationLimit: deps.migrationLimit,
+      onMigrate: (from, to, generated) => {
+        deps.metrics.migrations.inc({ model: request.model });
+        log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
+      },
     });
     const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
     if (generation.overlapBlocks !== undefined) {
