@@ -59,3 +59,45 @@ test("a frontend process serves the OpenAI API through worker processes found in
     await Promise.all([frontend.stop(), workerA.stop(), workerB.stop()]);
   }
 });
+
+test("a worker killed with SIGKILL mid-stream: the stream moves to another worker, and the dead one leaves routing", async () => {
+  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
+  const workerA = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "2"]);
+  const workerB = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "2"]);
+  const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--router", "round-robin"]);
+  try {
+    const deadline = Date.now() + 10_000;
+    while ((await health(frontend.url)).instances.length < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const { data: stream, response } = await client.completions
+      .create({
+        model: "armature-mocker",
+        prompt: "hello",
+        max_tokens: 60,
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
+    const servedBy = response.headers.get("x-armature-worker");
+    const victim = workerA.output().includes(servedBy ?? "?") ? workerA : workerB;
+    let chunks = 0;
+    let usage: { completion_tokens: number } | undefined;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      if (++chunks === 3) victim.child.kill("SIGKILL");
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(finish, "length");
+    assert.equal(usage?.completion_tokens, 60, "one uninterrupted stream of max_tokens tokens");
+    // The dead worker's lease (10 s) runs out and it leaves routing.
+    const gone = Date.now() + 15_000;
+    while ((await health(frontend.url)).instances.some((i) => i.id === servedBy) && Date.now() < gone) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(!(await health(frontend.url)).instances.some((i) => i.id === servedBy));
+  } finally {
+    await Promise.all([frontend.stop(), workerA.stop(), workerB.stop()]);
+  }
+});

@@ -60,3 +60,39 @@ test("errors keep their code, retryability and field across NATS", async () => {
       (e as { code?: string; param?: string }).code === "PROMPT_TOO_LONG" && (e as { param?: string }).param === "messages",
   );
 });
+
+test("a worker that dies mid-stream ends the call with a retryable WORKER_UNAVAILABLE, not a hang", async () => {
+  const servingConnection = await connect({ servers: server.url });
+  const serving = new NatsRequestPlane(servingConnection, { heartbeatMs: 100 });
+  const calling = new NatsRequestPlane(await connection(), { idleTimeoutMs: 500 });
+  await serving.serve("w-dies", async function* () {
+    for (let i = 0; ; i++) {
+      yield i;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+  let received = 0;
+  await assert.rejects(
+    async () => {
+      for await (const _ of calling.call("w-dies", {})) {
+        // The worker's process goes away: its connection closes without a word.
+        if (++received === 3) await servingConnection.close();
+      }
+    },
+    (e: unknown) =>
+      (e as { code?: string; retryable?: boolean }).code === "WORKER_UNAVAILABLE" && (e as { retryable: boolean }).retryable,
+  );
+});
+
+test("heartbeats keep a slow but live worker's call open past the idle timeout", async () => {
+  const serving = new NatsRequestPlane(await connection(), { heartbeatMs: 50 });
+  const calling = new NatsRequestPlane(await connection(), { idleTimeoutMs: 300 });
+  await serving.serve("w-slow", async function* () {
+    await new Promise((r) => setTimeout(r, 800));
+    yield "late";
+  });
+  const got: unknown[] = [];
+  for await (const item of calling.call("w-slow", {})) got.push(item);
+  assert.deepEqual(got, ["late"]);
+  await serving.close();
+});

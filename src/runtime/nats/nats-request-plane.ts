@@ -15,6 +15,7 @@ interface CallStart {
 /** What flows back on the stream subject. */
 type StreamMessage =
   | { readonly t: "item"; readonly v: unknown }
+  | { readonly t: "ping" }
   | { readonly t: "end" }
   | {
       readonly t: "error";
@@ -35,11 +36,20 @@ const subjectOf = (address: string): string => `armature.rpc.${address}`;
 export class NatsRequestPlane implements RequestPlane {
   readonly #nc: NatsConnection;
   readonly #startTimeoutMs: number;
+  readonly #heartbeatMs: number;
+  readonly #idleTimeoutMs: number;
   readonly #registrations = new Set<Registration>();
 
-  constructor(nc: NatsConnection, options: { startTimeoutMs?: number } = {}) {
+  /**
+   * Handlers send a heartbeat every `heartbeatMs` (default 1 s) while they work; a caller that hears
+   * nothing for `idleTimeoutMs` (default 5 s) gives up with a retryable `WORKER_UNAVAILABLE`, so a
+   * worker that dies mid-stream never leaves its caller hanging.
+   */
+  constructor(nc: NatsConnection, options: { startTimeoutMs?: number; heartbeatMs?: number; idleTimeoutMs?: number } = {}) {
     this.#nc = nc;
     this.#startTimeoutMs = options.startTimeoutMs ?? 5000;
+    this.#heartbeatMs = options.heartbeatMs ?? 1000;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 5000;
   }
 
   async serve(address: string, handler: RequestHandler): Promise<Registration> {
@@ -55,7 +65,7 @@ export class NatsRequestPlane implements RequestPlane {
           return;
         }
         msg.respond(encodeMessage({ accepted: true }));
-        void this.#run(handler, start);
+        this.#run(handler, start).catch(() => {});
       },
     });
     await nc.flush();
@@ -76,9 +86,18 @@ export class NatsRequestPlane implements RequestPlane {
       max: 1,
       callback: () => controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller cancelled")),
     });
-    const send = (message: StreamMessage): void => nc.publish(start.stream, encodeMessage(message));
+    // A closed connection (the process is going away) ends the call quietly: the caller's idle
+    // timeout turns the silence into a retryable error on its side.
+    const send = (message: StreamMessage): void => {
+      if (!nc.isClosed()) nc.publish(start.stream, encodeMessage(message));
+    };
+    const heartbeat = setInterval(() => send({ t: "ping" }), this.#heartbeatMs);
     try {
       for await (const item of handler(start.payload, { signal: controller.signal })) {
+        if (nc.isClosed() && !controller.signal.aborted) {
+          // Nobody can hear the rest: stop the work.
+          controller.abort(new ArmatureError("WORKER_UNAVAILABLE", "connection to NATS closed", { retryable: true }));
+        }
         if (controller.signal.aborted) break;
         send({ t: "item", v: item });
       }
@@ -96,6 +115,7 @@ export class NatsRequestPlane implements RequestPlane {
           : { t: "error", code: "ENGINE_FAILED", message: String((error as Error)?.message ?? error), retryable: false },
       );
     } finally {
+      clearInterval(heartbeat);
       cancelSub.unsubscribe();
     }
   }
@@ -103,16 +123,15 @@ export class NatsRequestPlane implements RequestPlane {
   call(address: string, payload: unknown, options: { signal?: AbortSignal } = {}): AsyncIterable<unknown> {
     const nc = this.#nc;
     const startTimeoutMs = this.#startTimeoutMs;
+    const idleTimeoutMs = this.#idleTimeoutMs;
     return {
       async *[Symbol.asyncIterator]() {
         const stream = createInbox();
         const cancel = `${stream}.cancel`;
-        const sub = nc.subscribe(stream);
+        const inbox = new Inbox();
+        const sub = nc.subscribe(stream, { callback: (_error, msg) => inbox.push(decodeMessage(msg.data) as StreamMessage) });
         let finished = false;
-        const onAbort = (): void => {
-          if (!finished) nc.publish(cancel);
-          sub.unsubscribe();
-        };
+        const onAbort = (): void => inbox.interrupt(options.signal?.reason);
         try {
           if (options.signal?.aborted) throw options.signal.reason;
           options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -129,23 +148,25 @@ export class NatsRequestPlane implements RequestPlane {
               { retryable: true, cause: error },
             );
           }
-          for await (const msg of sub) {
-            const message = decodeMessage(msg.data) as StreamMessage;
-            if (message.t === "item") yield message.v;
-            else if (message.t === "end") {
-              finished = true;
-              return;
-            } else {
-              finished = true;
-              throw new ArmatureError(message.code as ErrorCode, message.message, {
-                retryable: message.retryable,
-                param: message.param,
+          for (;;) {
+            const message = await inbox.next(idleTimeoutMs);
+            if (message === undefined) {
+              throw new ArmatureError("WORKER_UNAVAILABLE", `worker ${address} stopped answering for ${idleTimeoutMs} ms`, {
+                retryable: true,
               });
             }
+            if (message.t === "ping") continue;
+            if (message.t === "item") {
+              yield message.v;
+              continue;
+            }
+            finished = true;
+            if (message.t === "end") return;
+            throw new ArmatureError(message.code as ErrorCode, message.message, {
+              retryable: message.retryable,
+              param: message.param,
+            });
           }
-          // The subscription closed without an end: the caller aborted.
-          if (options.signal?.aborted) throw options.signal.reason;
-          throw new ArmatureError("WORKER_UNAVAILABLE", `the stream from ${address} closed before it ended`, { retryable: true });
         } finally {
           options.signal?.removeEventListener("abort", onAbort);
           if (!finished) nc.publish(cancel);
@@ -158,5 +179,40 @@ export class NatsRequestPlane implements RequestPlane {
   /** Stops serving every address this plane serves (calls in flight finish). */
   async close(): Promise<void> {
     await Promise.all([...this.#registrations].map((r) => r.close()));
+  }
+}
+
+/** Messages of one call's stream, waited for with an idle timeout or interrupted by an abort. */
+class Inbox {
+  readonly #queue: StreamMessage[] = [];
+  #wake: (() => void) | undefined;
+  #interrupted: { reason: unknown } | undefined;
+
+  push(message: StreamMessage): void {
+    this.#queue.push(message);
+    this.#wake?.();
+  }
+
+  interrupt(reason: unknown): void {
+    this.#interrupted = { reason };
+    this.#wake?.();
+  }
+
+  /** The next message; `undefined` when none came within `timeoutMs`; throws once interrupted. */
+  async next(timeoutMs: number): Promise<StreamMessage | undefined> {
+    if (this.#interrupted) throw this.#interrupted.reason;
+    const ready = this.#queue.shift();
+    if (ready) return ready;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#wake = undefined;
+    const interrupted = this.#interrupted as { reason: unknown } | undefined;
+    if (interrupted) throw interrupted.reason;
+    return this.#queue.shift();
   }
 }
