@@ -10,16 +10,25 @@ import { freePort } from "./nats-server.js";
 export interface EtcdServer {
   readonly endpoint: string;
   readonly pid: number;
-  stop(): Promise<void>;
+  /** Where a restart finds it: same ports, same data. */
+  readonly layout: EtcdLayout;
+  /** Stops it; `keepData` leaves the data folder for a restart. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
+}
+
+export interface EtcdLayout {
+  readonly client: number;
+  readonly peer: number;
+  readonly dataDir: string;
 }
 
 export const ETCD_BINARY = ["/usr/bin/etcd", "/usr/sbin/etcd"].find((p) => existsSync(p));
 
-export async function startEtcd(): Promise<EtcdServer> {
+export async function startEtcd(layout?: EtcdLayout): Promise<EtcdServer> {
   if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
-  const client = await freePort();
-  const peer = await freePort();
-  const dataDir = await mkdtemp(join(tmpdir(), "armature-etcd-"));
+  const client = layout?.client ?? (await freePort());
+  const peer = layout?.peer ?? (await freePort());
+  const dataDir = layout?.dataDir ?? (await mkdtemp(join(tmpdir(), "armature-etcd-")));
   const child: ChildProcess = spawn(
     ETCD_BINARY,
     [
@@ -53,12 +62,13 @@ export async function startEtcd(): Promise<EtcdServer> {
   return {
     endpoint: `127.0.0.1:${client}`,
     pid: child.pid as number,
-    async stop() {
+    layout: { client, peer, dataDir },
+    async stop(options = {}) {
       if (child.exitCode === null) {
         process.kill(child.pid as number, "SIGTERM");
         await once(child, "exit");
       }
-      await rm(dataDir, { recursive: true, force: true });
+      if (!options.keepData) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

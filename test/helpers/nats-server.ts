@@ -20,11 +20,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts nats-server (Debian's package) and waits until its /healthz answers. */
-export async function startNatsServer(): Promise<NatsServer> {
+/** Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in place. */
+export async function startNatsServer(ports?: {
+  port: number;
+  monitor: number;
+}): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
   if (!NATS_SERVER_BINARY) throw new Error("nats-server is not installed (apt-get install nats-server; .ci/run does it)");
-  const port = await freePort();
-  const monitor = await freePort();
+  const port = ports?.port ?? (await freePort());
+  const monitor = ports?.monitor ?? (await freePort());
   const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", "127.0.0.1", "-p", String(port), "-m", String(monitor)], {
     stdio: "ignore",
   });
@@ -39,6 +42,7 @@ export async function startNatsServer(): Promise<NatsServer> {
     await new Promise((r) => setTimeout(r, 20));
   }
   return {
+    ports: { port, monitor },
     url: `nats://127.0.0.1:${port}`,
     pid: child.pid as number,
     async stop() {
