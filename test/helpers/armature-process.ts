@@ -23,8 +23,14 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
  * Starts an armature command and resolves once it prints its readiness line: `at http://…/v1`
  * (serve, frontend) or `armature worker …` (worker, whose `url` is then empty).
  */
-export async function startArmature(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, ...args, "--log-level", "warn"], {
+export async function startArmature(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  /** A command prefix to run it under, e.g. `ip netns exec NAME`. */
+  wrapper: readonly string[] = [],
+): Promise<ServeProcess> {
+  const command = [...wrapper, process.execPath, BIN, ...args, "--log-level", "warn"];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

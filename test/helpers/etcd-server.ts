@@ -24,7 +24,7 @@ export interface EtcdLayout {
 
 export const ETCD_BINARY = ["/usr/bin/etcd", "/usr/sbin/etcd"].find((p) => existsSync(p));
 
-export async function startEtcd(layout?: EtcdLayout): Promise<EtcdServer> {
+export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1"): Promise<EtcdServer> {
   if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
   const client = layout?.client ?? (await freePort());
   const peer = layout?.peer ?? (await freePort());
@@ -37,9 +37,9 @@ export async function startEtcd(layout?: EtcdLayout): Promise<EtcdServer> {
       "--data-dir",
       dataDir,
       "--listen-client-urls",
-      `http://127.0.0.1:${client}`,
+      `http://${host}:${client}`,
       "--advertise-client-urls",
-      `http://127.0.0.1:${client}`,
+      `http://${host}:${client}`,
       "--listen-peer-urls",
       `http://127.0.0.1:${peer}`,
       "--initial-advertise-peer-urls",
@@ -52,7 +52,7 @@ export async function startEtcd(layout?: EtcdLayout): Promise<EtcdServer> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     try {
-      if ((await fetch(`http://127.0.0.1:${client}/health`)).ok) break;
+      if ((await fetch(`http://${host}:${client}/health`)).ok) break;
     } catch {
       // not up yet
     }
@@ -60,7 +60,7 @@ export async function startEtcd(layout?: EtcdLayout): Promise<EtcdServer> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    endpoint: `127.0.0.1:${client}`,
+    endpoint: `${host}:${client}`,
     pid: child.pid as number,
     layout: { client, peer, dataDir },
     async stop(options = {}) {

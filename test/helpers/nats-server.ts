@@ -21,20 +21,20 @@ export async function freePort(): Promise<number> {
 }
 
 /** Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in place. */
-export async function startNatsServer(ports?: {
-  port: number;
-  monitor: number;
-}): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
+export async function startNatsServer(
+  ports?: { port: number; monitor: number },
+  host = "127.0.0.1",
+): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
   if (!NATS_SERVER_BINARY) throw new Error("nats-server is not installed (apt-get install nats-server; .ci/run does it)");
   const port = ports?.port ?? (await freePort());
   const monitor = ports?.monitor ?? (await freePort());
-  const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", "127.0.0.1", "-p", String(port), "-m", String(monitor)], {
+  const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", host, "-p", String(port), "-m", String(monitor)], {
     stdio: "ignore",
   });
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      if ((await fetch(`http://127.0.0.1:${monitor}/healthz`)).ok) break;
+      if ((await fetch(`http://${host}:${monitor}/healthz`)).ok) break;
     } catch {
       // not up yet
     }
@@ -43,7 +43,7 @@ export async function startNatsServer(ports?: {
   }
   return {
     ports: { port, monitor },
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${host}:${port}`,
     pid: child.pid as number,
     async stop() {
       if (child.exitCode !== null) return;
