@@ -9,6 +9,7 @@ import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
+import { upCommand } from "./up-command.js";
 
 const USAGE = `armature — serve large language models with an OpenAI-compatible API
 
@@ -16,6 +17,7 @@ usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
   armature worker --bus nats://… --discovery etcd://…     engines as a separate process
   armature frontend --bus nats://… --discovery etcd://…   HTTP API and router as a separate process
+  armature up CLUSTER.yaml         a local deployment (nats, etcd, workers, frontend) as child processes
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature bench --url U --model M (--concurrency N | --rate R | --trace F)
@@ -43,6 +45,7 @@ const commands: Record<string, { run: (argv: readonly string[]) => Promise<numbe
     usage: () =>
       `usage: armature frontend --bus nats://H:P --discovery etcd://H:P [serve's HTTP and router flags]\n\n${serveUsage()}`,
   },
+  up: { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" },
   model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
   replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
   bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },

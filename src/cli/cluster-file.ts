@@ -1,0 +1,46 @@
+import { readFile } from "node:fs/promises";
+import { parse } from "yaml";
+import { ArmatureError } from "../protocol/index.js";
+
+/** A local deployment, as `armature up` reads it from YAML. */
+export interface ClusterFile {
+  /** Start a nats-server on this port (with `nats:`), or use `bus:`. */
+  readonly nats?: { readonly port: number } | undefined;
+  /** Start an etcd on this client port (with `etcd:`), or use `discovery:`. */
+  readonly etcd?: { readonly port: number; readonly peerPort?: number } | undefined;
+  readonly bus?: string | undefined;
+  readonly discovery?: string | undefined;
+  /** Flags of `armature frontend` (names without dashes, as in the serve config file). */
+  readonly frontend: Readonly<Record<string, string | number | boolean>>;
+  /** Worker processes: `count` of each, with flags of `armature worker`. */
+  readonly workers: readonly (Readonly<Record<string, string | number | boolean>> & { readonly count?: number })[];
+}
+
+/** Reads and checks a cluster file; errors name the file and the key at fault. */
+export async function loadClusterFile(path: string): Promise<ClusterFile> {
+  let raw: unknown;
+  try {
+    raw = parse(await readFile(path, "utf8"));
+  } catch (cause) {
+    throw new ArmatureError("CONFIG_INVALID", `${path}: ${(cause as Error).message}`, { cause });
+  }
+  const file = raw as Partial<ClusterFile> | null;
+  const fail = (problem: string): never => {
+    throw new ArmatureError("CONFIG_INVALID", `${path}: ${problem}`);
+  };
+  if (file === null || typeof file !== "object") return fail("expected a mapping with frontend: and workers:");
+  if (!file.nats && !file.bus) fail("give nats: {port} to start a nats-server, or bus: nats://HOST:PORT");
+  if (!file.etcd && !file.discovery) fail("give etcd: {port} to start an etcd, or discovery: etcd://HOST:PORT");
+  if (!Array.isArray(file.workers) || file.workers.length === 0) fail("workers: needs at least one entry");
+  for (const [i, w] of (file.workers ?? []).entries()) {
+    if (w === null || typeof w !== "object") fail(`workers[${i}] must be a mapping of worker flags`);
+  }
+  return { frontend: {}, ...file } as ClusterFile;
+}
+
+/** Flags from a mapping (`{ "speedup-ratio": 10 }` → `--speedup-ratio 10`), `count` left out. */
+export function toFlags(entries: Readonly<Record<string, string | number | boolean>>): string[] {
+  return Object.entries(entries)
+    .filter(([key]) => key !== "count")
+    .flatMap(([key, value]) => [`--${key}`, String(value)]);
+}
