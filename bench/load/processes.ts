@@ -14,15 +14,18 @@ export interface Served {
   rssBytes(): number;
 }
 
-/** Spawns a TypeScript entry (under tsx) or the armature CLI and waits for `http://…` on stdout. */
-export async function spawnServer(args: readonly string[]): Promise<Served> {
+/**
+ * Spawns a TypeScript entry (under tsx) or the armature CLI and waits for `ready` on stdout (by
+ * default an `http://…` address, which becomes `url`).
+ */
+export async function spawnServer(args: readonly string[], ready: RegExp = /(http:\/\/[\d.]+:\d+)/): Promise<Served> {
   const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
-      const m = /(http:\/\/[\d.]+:\d+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
+      const m = ready.exec(out);
+      if (m) resolve(m[1]?.startsWith("http") ? m[1] : "");
     });
     child.once("exit", (code) => reject(new Error(`server exited early (${code}): ${out}`)));
   });
