@@ -20,22 +20,31 @@ async function untilOk(attempt: () => Promise<unknown>, timeoutMs: number): Prom
   }
 }
 
+/** A mocker worker process and a frontend process on the given servers, and a way to ask them. */
+async function startPair(busUrl: string, etcdEndpoint: string) {
+  const cluster = ["--bus", busUrl, "--discovery", `etcd://${etcdEndpoint}`];
+  const worker = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
+  const frontend = await startArmature(["frontend", ...cluster, "--port", "0"]);
+  const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 10_000 });
+  return {
+    frontend,
+    ask: () => client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 }),
+    stop: () => Promise.all([frontend.stop(), worker.stop()]),
+  };
+}
+
 test("nats-server restarted: worker and frontend reconnect and new requests succeed within seconds", async () => {
   let nats = await startNatsServer();
   const etcd = await startEtcd();
-  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
-  const worker = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
-  const frontend = await startArmature(["frontend", ...cluster, "--port", "0"]);
+  const { ask, stop } = await startPair(nats.url, etcd.endpoint);
   try {
-    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 10_000 });
-    const ask = () => client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
     await untilOk(ask, 10_000);
     await nats.stop();
     nats = await startNatsServer(nats.ports);
     const recoveredMs = await untilOk(ask, 20_000);
     assert.ok(recoveredMs < 20_000);
   } finally {
-    await Promise.all([frontend.stop(), worker.stop()]);
+    await stop();
     await Promise.all([nats.stop(), etcd.stop()]);
   }
 });
@@ -43,12 +52,8 @@ test("nats-server restarted: worker and frontend reconnect and new requests succ
 test("etcd down: serving goes on with the known workers, and registration resumes when it returns", async () => {
   const nats = await startNatsServer();
   let etcd = await startEtcd();
-  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
-  const worker = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
-  const frontend = await startArmature(["frontend", ...cluster, "--port", "0"]);
+  const { ask, stop, frontend } = await startPair(nats.url, etcd.endpoint);
   try {
-    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 10_000 });
-    const ask = () => client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
     await untilOk(ask, 10_000);
     await etcd.stop({ keepData: true });
     for (let i = 0; i < 3; i++) assert.equal((await ask()).choices.length, 1, "served with etcd down");
@@ -60,7 +65,7 @@ test("etcd down: serving goes on with the known workers, and registration resume
     await untilOk(health, 20_000);
     assert.equal((await ask()).choices.length, 1);
   } finally {
-    await Promise.all([frontend.stop(), worker.stop()]);
+    await stop();
     await Promise.all([nats.stop(), etcd.stop()]);
   }
 });
