@@ -3,7 +3,7 @@
 // generator. Usage: node --import tsx bench/distributed-overhead.ts [seconds-per-run]
 import { startEtcd } from "../test/helpers/etcd-server.js";
 import { startNatsServer } from "../test/helpers/nats-server.js";
-import { loadInChild, machine, spawnServer } from "./load/processes.js";
+import { loadInChild, machine, spawnFastMockerServe, spawnServer } from "./load/processes.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const TOKENS = 16;
@@ -21,7 +21,7 @@ try {
     for (const kind of ["embedded", "nats+etcd"] as const) {
       const processes =
         kind === "embedded"
-          ? [await spawnServer(["bin/armature.js", "serve", "--port", "0", ...engine])]
+          ? [await spawnFastMockerServe(["--router", "round-robin"])]
           : [
               await spawnServer(["bin/armature.js", "worker", ...cluster, ...engine], /armature worker (\S+)/),
               await spawnServer([

@@ -1,7 +1,7 @@
 // Frontend capacity: armature (mocker engine at a very high speedup, so the engine costs ~nothing)
 // against a bare node:http server answering a fixed SSE body, under the same load generator, at
 // 1, 64 and 512 concurrent streams. Usage: npm run bench:frontend [-- seconds-per-run]
-import { loadInChild, machine, spawnServer } from "./load/processes.js";
+import { loadInChild, machine, spawnFastMockerServe, spawnServer } from "./load/processes.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const TOKENS = 16;
@@ -14,21 +14,7 @@ console.log("|---:|---|---:|---:|---:|---:|---:|");
 const rows: Record<string, { rps: number; p99: number }> = {};
 for (const concurrency of levels) {
   for (const kind of ["bare", "armature"] as const) {
-    const server =
-      kind === "bare"
-        ? await spawnServer(["bench/bare-server.ts", String(TOKENS)])
-        : await spawnServer([
-            "bin/armature.js",
-            "serve",
-            "--engine",
-            "mocker",
-            "--speedup-ratio",
-            "1000000",
-            "--port",
-            "0",
-            "--log-level",
-            "warn",
-          ]);
+    const server = kind === "bare" ? await spawnServer(["bench/bare-server.ts", String(TOKENS)]) : await spawnFastMockerServe();
     try {
       await loadInChild({ url: server.url, path: "/v1/completions", body, concurrency, requests: concurrency * 4 }); // warm-up
       const r = await loadInChild({ url: server.url, path: "/v1/completions", body, concurrency, durationMs: seconds * 1000 });

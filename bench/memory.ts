@@ -1,19 +1,8 @@
 // Memory: resident set size of `armature serve` (mocker engine) after 1k and after 20k requests.
 // A leak per request shows up as growth between the two. Usage: npm run bench:memory
-import { loadInChild, machine, spawnServer } from "./load/processes.js";
+import { loadInChild, machine, spawnFastMockerServe } from "./load/processes.js";
 
-const server = await spawnServer([
-  "bin/armature.js",
-  "serve",
-  "--engine",
-  "mocker",
-  "--speedup-ratio",
-  "1000000",
-  "--port",
-  "0",
-  "--log-level",
-  "warn",
-]);
+const server = await spawnFastMockerServe();
 const body = { model: "armature-mocker", prompt: "hello there", max_tokens: 16, stream: true };
 const settle = () => new Promise((r) => setTimeout(r, 2000));
 try {

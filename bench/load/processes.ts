@@ -44,6 +44,26 @@ export async function spawnServer(args: readonly string[], ready: RegExp = /(htt
   };
 }
 
+/**
+ * `armature serve` on the mocker engine at a speedup so high that modelled engine time is nil: what
+ * is measured is armature itself.
+ */
+export function spawnFastMockerServe(extra: readonly string[] = []): Promise<Served> {
+  return spawnServer([
+    "bin/armature.js",
+    "serve",
+    "--engine",
+    "mocker",
+    "--speedup-ratio",
+    "1000000",
+    "--port",
+    "0",
+    "--log-level",
+    "warn",
+    ...extra,
+  ]);
+}
+
 /** Runs the load generator in a child process. */
 export function loadInChild(spec: LoadSpec): Promise<LoadResult> {
   return new Promise((resolve, reject) => {

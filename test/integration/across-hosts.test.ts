@@ -10,6 +10,8 @@ test("a worker on another host (its own network namespace) serves a frontend her
   const host = await createTestHost();
   if ("unavailable" in host) {
     assert.ok(!process.env.CI || process.getuid?.() !== 0, `CI runs as root and should make namespaces: ${host.unavailable}`);
+    // Without CAP_NET_ADMIN (not root, or a sandbox without `ip netns`) no second host can be made;
+    // the reason printed is the error `ip` gave.
     t.skip(host.unavailable);
     return;
   }
