@@ -32,6 +32,8 @@ const mapping: Record<ErrorCode, { status: number; type: string; code: string | 
   ENGINE_FAILED: { status: 500, type: "internal_error", code: "engine_failed", errorType: "internal" },
   CONFIG_INVALID: { status: 500, type: "internal_error", code: "config_invalid", errorType: "internal" },
   MODEL_LOAD_FAILED: { status: 500, type: "internal_error", code: "model_load_failed", errorType: "internal" },
+  TRANSFER_FAILED: { status: 500, type: "internal_error", code: "transfer_failed", errorType: "internal" },
+  TRANSFER_CORRUPTED: { status: 500, type: "internal_error", code: "transfer_corrupted", errorType: "internal" },
 };
 
 /** The one place where domain errors become HTTP statuses and OpenAI error bodies. */

@@ -13,7 +13,9 @@ export type ErrorCode =
   | "REQUEST_CANCELLED"
   | "NOT_SUPPORTED"
   | "CONFIG_INVALID"
-  | "MODEL_LOAD_FAILED";
+  | "MODEL_LOAD_FAILED"
+  | "TRANSFER_FAILED"
+  | "TRANSFER_CORRUPTED";
 
 export interface ArmatureErrorOptions {
   readonly cause?: unknown;

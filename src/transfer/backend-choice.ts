@@ -1,0 +1,18 @@
+import type { AgentMetadata, BackendName, TransferDescriptor } from "./descriptors.js";
+
+/**
+ * The backend that moves bytes between a local and a remote range: plain copies inside one process
+ * (memory, or file when a file is involved), the remote file opened directly on one host (shm), and
+ * the peer's TCP listener otherwise.
+ */
+export function chooseBackend(
+  local: AgentMetadata,
+  remote: AgentMetadata,
+  remoteInProcess: boolean,
+  localDesc: TransferDescriptor,
+  remoteDesc: TransferDescriptor,
+): BackendName {
+  if (remoteInProcess) return localDesc.medium === "memory" && remoteDesc.medium === "memory" ? "memory" : "file";
+  if (local.hostId === remote.hostId && remoteDesc.medium === "file" && remoteDesc.path) return "shm";
+  return "tcp";
+}

@@ -1,0 +1,7 @@
+export { checksum } from "./checksum.js";
+export { type CostModel, defaultCostModels, fitCostModel, transferMs } from "./cost-model.js";
+export type { AgentMetadata, BackendName, Medium, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
+export { backendNames } from "./descriptors.js";
+export { localHostId } from "./host-id.js";
+export type { Region } from "./regions.js";
+export { TransferAgent, type TransferAgentOptions, type TransferOptions } from "./transfer-agent.js";

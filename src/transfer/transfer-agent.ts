@@ -1,0 +1,353 @@
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ArmatureError, isArmatureError } from "../protocol/index.js";
+import { chooseBackend } from "./backend-choice.js";
+import { TcpConnection } from "./backends/tcp-connection.js";
+import { TcpTransferServer } from "./backends/tcp-server.js";
+import { type CostModel, defaultCostModels, transferMs } from "./cost-model.js";
+import type { AgentMetadata, BackendName, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
+import { localHostId } from "./host-id.js";
+import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
+
+export interface TransferAgentOptions {
+  /** Unique name; default a random one. */
+  readonly name?: string;
+  /** Address the TCP listener binds (default 127.0.0.1, port 0 = any free one). */
+  readonly host?: string;
+  readonly port?: number;
+  /** Address peers dial, when it differs from the bound one (0.0.0.0 binds). */
+  readonly advertiseHost?: string;
+  /** Default: this machine's hostname and boot id. Agents with equal ids use shared memory. */
+  readonly hostId?: string;
+  /** Folder for shared regions; default /dev/shm/armature-NAME (the temp folder where /dev/shm is missing). */
+  readonly sharedDir?: string;
+  /** Retries of a transfer whose checksum did not match. Default 2. */
+  readonly retries?: number;
+  readonly costModels?: Partial<Record<BackendName, CostModel>>;
+  /** Told about every finished transfer (metrics). */
+  readonly onTransfer?: (result: TransferResult, op: TransferOp) => void;
+}
+
+export interface TransferOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** Sent to the remote agent once the bytes have moved (NIXL's notification). */
+  readonly notification?: string | undefined;
+  /** Forces a backend (tests and benchmarks); default: chosen from where both sides are. */
+  readonly backend?: BackendName | undefined;
+}
+
+/** Agents of this process, reachable by plain copies. */
+const inProcess = new Map<string, TransferAgent>();
+
+/**
+ * armature's NIXL: registers memory regions and files, describes them with descriptors peers can
+ * use, and moves bytes between descriptor lists with one call, whichever backend carries them.
+ */
+export class TransferAgent {
+  readonly name: string;
+  readonly sharedDir: string;
+  readonly regions: RegionTable;
+  readonly #server: TcpTransferServer;
+  readonly #metadata: AgentMetadata;
+  readonly #options: TransferAgentOptions;
+  readonly #peers = new Map<string, AgentMetadata>();
+  readonly #connections = new Map<string, TcpConnection>();
+  readonly #listeners = new Set<(from: string, message: string) => void>();
+  readonly #costs: Record<BackendName, CostModel>;
+  #closed = false;
+
+  private constructor(
+    options: TransferAgentOptions,
+    name: string,
+    sharedDir: string,
+    regions: RegionTable,
+    server: TcpTransferServer,
+  ) {
+    this.#options = options;
+    this.regions = regions;
+    this.name = name;
+    this.sharedDir = sharedDir;
+    this.#server = server;
+    this.#costs = { ...defaultCostModels, ...options.costModels };
+    const host = options.advertiseHost ?? options.host ?? "127.0.0.1";
+    this.#metadata = { name, hostId: options.hostId ?? localHostId(), address: { host, port: server.port } };
+  }
+
+  static async create(options: TransferAgentOptions = {}): Promise<TransferAgent> {
+    const name = options.name ?? `agent-${randomUUID().slice(0, 8)}`;
+    if (inProcess.has(name)) throw new ArmatureError("REQUEST_INVALID", `a transfer agent named ${name} already exists`);
+    const sharedDir = options.sharedDir ?? join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), `armature-${name}`);
+    await mkdir(sharedDir, { recursive: true });
+    const regions = new RegionTable();
+    let agent: TransferAgent | undefined;
+    const server = await TcpTransferServer.listen(options.host ?? "127.0.0.1", options.port ?? 0, {
+      regions,
+      onNotify: (from, message) => {
+        if (agent) agent.#deliver(from, message);
+      },
+    });
+    agent = new TransferAgent(options, name, sharedDir, regions, server);
+    inProcess.set(name, agent);
+    return agent;
+  }
+
+  /** What peers need to reach this agent (published through discovery). */
+  get metadata(): AgentMetadata {
+    return this.#metadata;
+  }
+
+  registerMemory(buffer: Buffer, id?: string): Region {
+    return this.regions.registerMemory(buffer, id);
+  }
+
+  registerFile(path: string, options?: { id?: string; length?: number }): Promise<Region> {
+    return this.regions.registerFile(path, options);
+  }
+
+  deregister(id: string): boolean {
+    return this.regions.deregister(id);
+  }
+
+  /** A path in this agent's shared folder, for files peers on this host may open directly. */
+  sharedPath(fileName: string): string {
+    return join(this.sharedDir, fileName);
+  }
+
+  /** A descriptor of `[offset, offset + length)` of a registered region, for peers. */
+  describe(regionId: string, offset = 0, length?: number): TransferDescriptor {
+    const whole = this.regions.get(regionId);
+    const size = length ?? whole.length - offset;
+    const region = this.regions.get(regionId, offset, size);
+    return {
+      agent: this.name,
+      region: region.id,
+      offset,
+      length: size,
+      medium: region.medium,
+      ...(region.medium === "file" ? { path: region.path } : {}),
+    };
+  }
+
+  /** Makes a peer reachable (its metadata came through discovery). */
+  addRemote(metadata: AgentMetadata): void {
+    if (metadata.name !== this.name) this.#peers.set(metadata.name, metadata);
+  }
+
+  removeRemote(name: string): void {
+    this.#peers.delete(name);
+    const key = this.#connectionKey(name);
+    if (key) this.#connections.get(key)?.close();
+  }
+
+  /** Copies each remote range into the local range at the same position of the lists. */
+  read(local: readonly TransferDescriptor[], remote: readonly TransferDescriptor[], options: TransferOptions = {}) {
+    return this.#transfer("read", local, remote, options);
+  }
+
+  /** Copies each local range into the remote range at the same position of the lists. */
+  write(local: readonly TransferDescriptor[], remote: readonly TransferDescriptor[], options: TransferOptions = {}) {
+    return this.#transfer("write", local, remote, options);
+  }
+
+  /** Sends a notification on its own. */
+  async notify(agentName: string, message: string, signal?: AbortSignal): Promise<void> {
+    const local = inProcess.get(agentName);
+    if (local && !this.#forcedRemote(agentName)) {
+      queueMicrotask(() => local.#deliver(this.name, message));
+      return;
+    }
+    await this.#connection(agentName).notify(this.name, message, signal);
+  }
+
+  /** Calls `listener` with each notification peers send. Returns a function that stops it. */
+  onNotification(listener: (from: string, message: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The backend and modelled milliseconds to move `bytes` of files from `agentName`. */
+  estimate(agentName: string, bytes: number, medium: "memory" | "file" = "file"): { backend: BackendName; ms: number } {
+    const peer = this.#peer(agentName);
+    const desc = { agent: agentName, region: "", offset: 0, length: bytes, medium, path: "estimate" } as const;
+    const backend = chooseBackend(this.#metadata, peer, this.#inProcess(agentName), desc, desc);
+    return { backend, ms: transferMs(this.#costs[backend], bytes) };
+  }
+
+  costModel(backend: BackendName): CostModel {
+    return this.#costs[backend];
+  }
+
+  setCostModel(backend: BackendName, model: CostModel): void {
+    this.#costs[backend] = model;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    inProcess.delete(this.name);
+    for (const connection of this.#connections.values()) connection.close();
+    await this.#server.close();
+    await rm(this.sharedDir, { recursive: true, force: true });
+  }
+
+  async #transfer(
+    op: TransferOp,
+    local: readonly TransferDescriptor[],
+    remote: readonly TransferDescriptor[],
+    options: TransferOptions,
+  ): Promise<TransferResult> {
+    if (this.#closed) throw new ArmatureError("TRANSFER_FAILED", `transfer agent ${this.name} is closed`);
+    if (local.length !== remote.length || local.length === 0) {
+      throw new ArmatureError(
+        "REQUEST_INVALID",
+        `a transfer needs equal, non-empty descriptor lists (${local.length} vs ${remote.length})`,
+      );
+    }
+    const pairs = local.map((l, i) => ({ local: l, remote: remote[i] as TransferDescriptor }));
+    const peerName = pairs[0]?.remote.agent ?? "";
+    for (const [i, pair] of pairs.entries()) {
+      if (pair.local.length !== pair.remote.length) {
+        throw new ArmatureError(
+          "REQUEST_INVALID",
+          `descriptor ${i}: ${pair.local.length} local bytes vs ${pair.remote.length} remote`,
+        );
+      }
+      if (pair.local.agent !== this.name || pair.remote.agent !== peerName) {
+        throw new ArmatureError("REQUEST_INVALID", `descriptor ${i} names another agent than the rest of its list`);
+      }
+    }
+    const first = pairs[0] as { local: TransferDescriptor; remote: TransferDescriptor };
+    const backend =
+      options.backend ??
+      chooseBackend(this.#metadata, this.#peer(peerName), this.#inProcess(peerName), first.local, first.remote);
+    const started = performance.now();
+    const retries = this.#options.retries ?? 2;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      try {
+        await Promise.all(pairs.map((p) => this.#movePair(op, backend, p.local, p.remote, options.signal)));
+        break;
+      } catch (error) {
+        if (isArmatureError(error) && error.code === "TRANSFER_CORRUPTED" && attempts <= retries && !options.signal?.aborted) {
+          continue;
+        }
+        throw error;
+      }
+    }
+    if (options.notification !== undefined) await this.notify(peerName, options.notification, options.signal);
+    const bytes = local.reduce((sum, d) => sum + d.length, 0);
+    const result: TransferResult = { backend, bytes, seconds: (performance.now() - started) / 1000, attempts };
+    this.#options.onTransfer?.(result, op);
+    return result;
+  }
+
+  async #movePair(
+    op: TransferOp,
+    backend: BackendName,
+    local: TransferDescriptor,
+    remote: TransferDescriptor,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    signal?.throwIfAborted();
+    const localAccess = regionAccess(this.regions.get(local.region, local.offset, local.length));
+    if (backend === "tcp") {
+      await this.#moveOverTcp(op, localAccess, local, remote, signal);
+      return;
+    }
+    const remoteAccess = await this.#directAccess(backend, remote);
+    try {
+      if (op === "read") await copyRange(remoteAccess, remote.offset, localAccess, local.offset, local.length);
+      else await copyRange(localAccess, local.offset, remoteAccess, remote.offset, local.length);
+    } catch (error) {
+      if (isArmatureError(error)) throw error;
+      throw new ArmatureError("TRANSFER_FAILED", `${backend} transfer failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async #directAccess(backend: BackendName, remote: TransferDescriptor): Promise<RangeAccess> {
+    if (backend === "shm") {
+      if (!remote.path)
+        throw new ArmatureError("REQUEST_INVALID", `the shm backend needs a file descriptor; region ${remote.region} is memory`);
+      // The owner deletes a region's file when it frees the region.
+      const size = await stat(remote.path).then(
+        (s) => s.size,
+        (cause: unknown) => {
+          throw new ArmatureError("TRANSFER_FAILED", `region ${remote.region} of ${remote.agent} is gone (${remote.path})`, {
+            cause,
+          });
+        },
+      );
+      checkRange(remote.region, size, remote.offset, remote.length);
+      return fileAccess(remote.path);
+    }
+    const owner = inProcess.get(remote.agent);
+    if (!owner) throw new ArmatureError("TRANSFER_FAILED", `transfer agent ${remote.agent} is not in this process`);
+    return regionAccess(owner.regions.get(remote.region, remote.offset, remote.length));
+  }
+
+  async #moveOverTcp(
+    op: TransferOp,
+    localAccess: RangeAccess,
+    local: TransferDescriptor,
+    remote: TransferDescriptor,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const connection = this.#connection(remote.agent);
+    const view = localAccess.view(local.offset, local.length);
+    if (op === "read") {
+      const landing = view ?? Buffer.allocUnsafe(local.length);
+      await connection.read(remote.region, remote.offset, landing, signal);
+      if (!view) await localAccess.writeFrom(local.offset, landing);
+    } else {
+      let bytes = view;
+      if (!bytes) {
+        bytes = Buffer.allocUnsafe(local.length);
+        await localAccess.readInto(local.offset, bytes);
+      }
+      await connection.write(remote.region, remote.offset, bytes, signal);
+    }
+  }
+
+  #peer(name: string): AgentMetadata {
+    const peer = this.#peers.get(name) ?? (this.#inProcess(name) ? inProcess.get(name)?.metadata : undefined);
+    if (!peer) {
+      throw new ArmatureError("TRANSFER_FAILED", `transfer agent ${name} is unknown here (not in discovery, or it left)`, {
+        retryable: true,
+      });
+    }
+    return peer;
+  }
+
+  /** Peers added with `addRemote` are reached as remote even when they live in this process (tests, benchmarks). */
+  #forcedRemote(name: string): boolean {
+    return this.#peers.has(name);
+  }
+
+  #inProcess(name: string): boolean {
+    return inProcess.has(name) && !this.#forcedRemote(name);
+  }
+
+  #connectionKey(name: string): string | undefined {
+    const peer = this.#peers.get(name) ?? inProcess.get(name)?.metadata;
+    return peer ? `${peer.address.host}:${peer.address.port}` : undefined;
+  }
+
+  #connection(name: string): TcpConnection {
+    const peer = this.#peer(name);
+    const key = `${peer.address.host}:${peer.address.port}`;
+    let connection = this.#connections.get(key);
+    if (!connection) {
+      connection = new TcpConnection(peer.address.host, peer.address.port);
+      this.#connections.set(key, connection);
+    }
+    return connection;
+  }
+
+  #deliver(from: string, message: string): void {
+    for (const listener of this.#listeners) listener(from, message);
+  }
+}
