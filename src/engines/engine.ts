@@ -14,6 +14,29 @@ export interface EngineLoad {
   readonly totalKvBlocks: number;
 }
 
+/** Where a prefill-only run left the prompt's KV cache. */
+export type KvExport =
+  | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly bytes: number }
+  | { readonly format: "modelled"; readonly bytes: number };
+
+/** What a prefill-only run produced. `firstToken` is absent when generation ended at once. */
+export interface PrefillResult {
+  readonly firstToken: number | undefined;
+  readonly cachedTokens: number;
+  readonly kv: KvExport | undefined;
+}
+
+/** KV computed elsewhere that a generation starts from instead of prefilling. */
+export type ImportedKv =
+  | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly firstToken: number }
+  | { readonly format: "modelled"; readonly firstToken: number; readonly transferMs: number };
+
+export interface GenerateOptions {
+  readonly signal: AbortSignal;
+  /** Decode phase of a disaggregated request: the prompt's KV and first token, already computed. */
+  readonly importedKv?: ImportedKv | undefined;
+}
+
 /**
  * One model executor. `generate` streams token deltas and ends with exactly one `request-end`;
  * aborting the signal stops the work and ends the stream with `finishReason: "cancelled"`.
@@ -22,7 +45,12 @@ export interface EngineLoad {
  */
 export interface Engine {
   readonly info: EngineInfo;
-  generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncIterable<GenerateResponse>;
+  generate(request: GenerateRequest, options: GenerateOptions): AsyncIterable<GenerateResponse>;
+  /**
+   * Prefill phase of a disaggregated request: computes the prompt's KV and first token and exports
+   * the KV (a llama.cpp state file at `exportPath`). Engines without it serve only aggregated.
+   */
+  prefill?(request: GenerateRequest, options: { signal: AbortSignal; exportPath: string }): Promise<PrefillResult>;
   /** KV events in the order the cache changed. Returns a function that stops listening. */
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void;
   load(): EngineLoad;

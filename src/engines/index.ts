@@ -1,5 +1,5 @@
 export { ByteTokenizer } from "./byte-tokenizer.js";
-export type { Engine, EngineInfo, EngineLoad } from "./engine.js";
+export type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, KvExport, PrefillResult } from "./engine.js";
 export type { LlamaCppEngineOptions } from "./llamacpp/llamacpp-engine.js";
 export { LlamaCppEngine } from "./llamacpp/llamacpp-engine.js";
 export type { MockerEngineOptions } from "./mocker/mocker-engine.js";

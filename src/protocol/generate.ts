@@ -1,3 +1,5 @@
+import type { TransferDescriptor } from "./transfer-descriptors.js";
+
 /** Sampling settings carried from the frontend to the engine. Absent fields take engine defaults. */
 export interface SamplingOptions {
   /** 0 means greedy. */
@@ -16,6 +18,30 @@ export type ResponseConstraint =
   | { readonly type: "json_object" }
   | { readonly type: "json_schema"; readonly schema: Readonly<Record<string, unknown>> };
 
+/**
+ * A prompt's KV cache computed by a prefill worker and waiting in its transfer agent for a decode
+ * worker to pull. The prefill worker frees it when the decode worker confirms, or after `expiresInMs`.
+ */
+export interface KvHandoff {
+  readonly id: string;
+  readonly prefillWorkerId: string;
+  /** `llamacpp-sequence-state`: llama.cpp sequence state file bytes; `modelled`: no bytes (mocker). */
+  readonly format: "llamacpp-sequence-state" | "modelled";
+  /** Where the bytes are (empty for `modelled`). */
+  readonly descriptors: readonly TransferDescriptor[];
+  readonly bytes: number;
+  /** The prefill worker's transfer agent, to notify when the bytes have arrived. */
+  readonly agent: string;
+  /** Prompt tokens the state covers. */
+  readonly promptTokens: number;
+  /** The first generated token, sampled by the prefill worker. */
+  readonly firstToken: number;
+  readonly expiresInMs: number;
+}
+
+/** Which half of a disaggregated request a worker is asked to do. */
+export type Disaggregation = { readonly phase: "prefill" } | { readonly phase: "decode"; readonly handoff: KvHandoff };
+
 /** One generation request as a worker receives it: tokens in, tokens out. */
 export interface GenerateRequest {
   readonly type: "generate-request";
@@ -28,6 +54,8 @@ export interface GenerateRequest {
   /** Keep going past end-of-sequence tokens (benchmarks). */
   readonly ignoreEos?: boolean | undefined;
   readonly constraint?: ResponseConstraint | undefined;
+  /** Absent: aggregated (the worker does everything). */
+  readonly disaggregation?: Disaggregation | undefined;
 }
 
 /** Why generation ended, in OpenAI terms plus the cases that never reach a client as success. */
@@ -48,6 +76,10 @@ export interface RequestEnd {
   /** Prompt tokens whose KV was already cached on the worker. */
   readonly cachedTokens: number;
   readonly error?: { readonly code: string; readonly message: string } | undefined;
+  /** Prefill phase: where the computed KV waits for the decode worker. */
+  readonly kvHandoff?: KvHandoff | undefined;
+  /** Decode phase: the decode worker prefilled locally because the handoff failed. */
+  readonly prefilledLocally?: boolean | undefined;
 }
 
 export type GenerateResponse = TokenDelta | RequestEnd;

@@ -3,9 +3,11 @@ export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed }
 export type { ErrorCode } from "./errors.js";
 export { ArmatureError, isArmatureError } from "./errors.js";
 export type {
+  Disaggregation,
   FinishReason,
   GenerateRequest,
   GenerateResponse,
+  KvHandoff,
   RequestEnd,
   ResponseConstraint,
   SamplingOptions,
@@ -23,3 +25,5 @@ export type {
   WorkerLoad,
 } from "./kv-events.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
+export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
+export { backendNames } from "./transfer-descriptors.js";

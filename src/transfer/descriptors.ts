@@ -1,33 +1,7 @@
-/** Where a region's bytes live: process memory, or a file (in /dev/shm it is shared memory). */
-export type Medium = "memory" | "file";
+import type { BackendName } from "../protocol/index.js";
 
-/** The mechanisms that move bytes; an agent picks one per transfer from where both sides are. */
-export type BackendName = "memory" | "file" | "shm" | "tcp";
-
-export const backendNames: readonly BackendName[] = ["memory", "file", "shm", "tcp"];
-
-/**
- * Names a byte range of a region registered with an agent, wherever it is. The owner makes
- * descriptors (`agent.describe`) and hands them to peers, which use them as they are.
- */
-export interface TransferDescriptor {
-  readonly agent: string;
-  readonly region: string;
-  readonly offset: number;
-  readonly length: number;
-  readonly medium: Medium;
-  /** File regions only: the path on the owner's host (peers on the same host open it directly). */
-  readonly path?: string | undefined;
-}
-
-/** What a peer needs to reach an agent; published through discovery. */
-export interface AgentMetadata {
-  readonly name: string;
-  /** Equal on two agents when they share a host (and its /dev/shm). */
-  readonly hostId: string;
-  /** The agent's TCP listener, for peers on other hosts and for notifications. */
-  readonly address: { readonly host: string; readonly port: number };
-}
+export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "../protocol/index.js";
+export { backendNames } from "../protocol/index.js";
 
 export type TransferOp = "read" | "write";
 

@@ -14,11 +14,12 @@ import {
   type KvEvent,
   type ResponseConstraint,
 } from "../../protocol/index.js";
-import type { Engine, EngineInfo, EngineLoad } from "../engine.js";
+import type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, PrefillResult } from "../engine.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
+import { readStateFileTokens } from "./state-file.js";
 import { TokenPump } from "./token-pump.js";
 
 export interface LlamaCppEngineOptions {
@@ -128,7 +129,59 @@ export class LlamaCppEngine implements Engine {
     };
   }
 
-  async *generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncGenerator<GenerateResponse> {
+  async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
+    const tokens = request.tokenIds;
+    this.#validate(request);
+    const grammar = await this.#grammarFor(request.constraint);
+    let last: GenerateResponse = end("cancelled", tokens.length, 0, 0);
+    const held = await this.#hold(tokens, options.signal);
+    try {
+      if (held.slot) last = yield* this.#run(held.slot, request, grammar, held.signal, options.importedKv);
+    } finally {
+      held.release();
+    }
+    // The sequence is free before the caller sees the end, whether or not it reads on.
+    yield last;
+  }
+
+  /**
+   * Evaluates the prompt, samples the first token without evaluating it, and saves the sequence
+   * state (prompt tokens and their KV) to `exportPath` for a decode worker to load.
+   */
+  async prefill(request: GenerateRequest, options: { signal: AbortSignal; exportPath: string }): Promise<PrefillResult> {
+    const tokens = request.tokenIds;
+    this.#validate(request);
+    if (request.constraint) {
+      throw new ArmatureError("NOT_SUPPORTED", "constrained (response_format) requests are prefilled where they decode");
+    }
+    const held = await this.#hold(tokens, options.signal);
+    try {
+      const slot = held.slot;
+      if (!slot) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
+      const sequence = slot.sequence;
+      const reused = await this.#reusePrefix(slot, tokens);
+      const evaluation = sequence.evaluate(tokens.slice(reused) as Token[], {
+        ...toEvaluateOptions(request.sampling, [], undefined),
+        yieldEogToken: request.ignoreEos === true,
+      });
+      const first = await evaluation.next();
+      // Ends the evaluation before the sampled token is evaluated: the state holds the prompt only.
+      await evaluation.return(undefined);
+      this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
+      if (first.done) return { firstToken: undefined, cachedTokens: reused, kv: undefined };
+      held.signal.throwIfAborted();
+      const { fileSize } = await sequence.saveStateToFile(options.exportPath);
+      return {
+        firstToken: first.value,
+        cachedTokens: reused,
+        kv: { format: "llamacpp-sequence-state", path: options.exportPath, bytes: fileSize },
+      };
+    } finally {
+      held.release();
+    }
+  }
+
+  #validate(request: GenerateRequest): void {
     const tokens = request.tokenIds;
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
     if (tokens.length === 0) throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
@@ -139,37 +192,37 @@ export class LlamaCppEngine implements Engine {
         { param: "messages" },
       );
     }
-    const grammar = await this.#grammarFor(request.constraint);
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort(options.signal.reason);
-    options.signal.addEventListener("abort", onAbort, { once: true });
-    if (options.signal.aborted) onAbort();
-    this.#inflight.add(controller);
-    let slot: SequenceSlot | undefined;
-    let last: GenerateResponse;
-    try {
-      try {
-        slot = await this.#slots.acquire(tokens, controller.signal);
-      } catch (error) {
-        if (!controller.signal.aborted) throw error;
-      }
-      last = slot ? yield* this.#run(slot, request, grammar, controller.signal) : end("cancelled", tokens.length, 0, 0);
-    } finally {
-      options.signal.removeEventListener("abort", onAbort);
-      this.#inflight.delete(controller);
-      if (slot) this.#slots.release(slot);
-    }
-    // The sequence is free before the caller sees the end, whether or not it reads on.
-    yield last;
   }
 
-  async *#run(
-    slot: SequenceSlot,
-    request: GenerateRequest,
-    grammar: LlamaGrammar | undefined,
-    signal: AbortSignal,
-  ): AsyncGenerator<GenerateResponse, GenerateResponse> {
-    const tokens = request.tokenIds;
+  /** Waits for a sequence (none when cancelled first); `release` frees it and the abort wiring. */
+  async #hold(
+    tokens: readonly number[],
+    outer: AbortSignal,
+  ): Promise<{ slot: SequenceSlot | undefined; signal: AbortSignal; release: () => void }> {
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort(outer.reason);
+    outer.addEventListener("abort", onAbort, { once: true });
+    if (outer.aborted) onAbort();
+    this.#inflight.add(controller);
+    let slot: SequenceSlot | undefined;
+    const release = (): void => {
+      outer.removeEventListener("abort", onAbort);
+      this.#inflight.delete(controller);
+      if (slot) this.#slots.release(slot);
+    };
+    try {
+      slot = await this.#slots.acquire(tokens, controller.signal);
+    } catch (error) {
+      if (!controller.signal.aborted) {
+        release();
+        throw error;
+      }
+    }
+    return { slot, signal: controller.signal, release };
+  }
+
+  /** Keeps the sequence's cached tokens shared with the prompt (at least one prompt token is left to evaluate). */
+  async #reusePrefix(slot: SequenceSlot, tokens: readonly number[]): Promise<number> {
     const sequence = slot.sequence;
     // Keep at least one prompt token to evaluate: the next token's logits come from it.
     const reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
@@ -177,6 +230,46 @@ export class LlamaCppEngine implements Engine {
       await sequence.eraseContextTokenRanges([{ start: reused, end: sequence.nextTokenIndex }]);
     }
     this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
+    return reused;
+  }
+
+  /** Loads a prefill worker's state into the sequence; it must hold exactly the prompt. */
+  async #importState(slot: SequenceSlot, tokens: readonly number[], path: string): Promise<void> {
+    const held = await readStateFileTokens(path);
+    if (held.length !== tokens.length || sharedPrefixLength(held, tokens) !== tokens.length) {
+      throw new ArmatureError("TRANSFER_FAILED", "the imported KV state holds other tokens than the prompt", { retryable: true });
+    }
+    const sequence = slot.sequence;
+    // Empty the sequence first, so a load that fails half-way leaves it empty rather than inconsistent.
+    if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+    try {
+      await sequence.loadStateFromFile(path, { acceptRisk: true });
+    } catch (cause) {
+      throw new ArmatureError("TRANSFER_FAILED", `llama.cpp could not load the KV state: ${(cause as Error).message}`, {
+        cause,
+        retryable: true,
+      });
+    } finally {
+      this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
+    }
+  }
+
+  async *#run(
+    slot: SequenceSlot,
+    request: GenerateRequest,
+    grammar: LlamaGrammar | undefined,
+    signal: AbortSignal,
+    imported: ImportedKv | undefined,
+  ): AsyncGenerator<GenerateResponse, GenerateResponse> {
+    const tokens = request.tokenIds;
+    const sequence = slot.sequence;
+    let reused: number;
+    if (imported?.format === "llamacpp-sequence-state") {
+      await this.#importState(slot, tokens, imported.path);
+      reused = tokens.length;
+    } else {
+      reused = await this.#reusePrefix(slot, tokens);
+    }
     const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
     const generated: number[] = [];
     const grammarState = grammar ? new LlamaGrammarEvaluationState({ model: this.#model, grammar }) : undefined;
@@ -186,9 +279,18 @@ export class LlamaCppEngine implements Engine {
     };
     let finish: FinishReason = "stop";
     let yielded = 0;
-    const pump = new TokenPump(sequence.evaluate(tokens.slice(reused) as Token[], evaluateOptions), {
+    let input = tokens.slice(reused);
+    if (imported) {
+      // The prefill worker sampled the first token; decoding goes on from it.
+      generated.push(imported.firstToken);
+      yielded = 1;
+      yield { type: "token-delta", tokenIds: [imported.firstToken] };
+      if (yielded >= budget) return end("length", tokens.length, yielded, reused);
+      input = [imported.firstToken];
+    }
+    const pump = new TokenPump(sequence.evaluate(input as Token[], evaluateOptions), {
       capacity: 4,
-      limit: budget,
+      limit: budget - yielded,
       onToken: (token) => {
         generated.push(token);
         if (generated.length === 1) this.#emit(this.#tracker.update(slot.index, tokens));
