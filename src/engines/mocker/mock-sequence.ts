@@ -13,6 +13,8 @@ export class MockSequence {
   cachedTokens = 0;
   generated = 0;
   cancelled = false;
+  /** Disaggregated decode: the prompt's KV came from a prefill worker, which sampled this first token. */
+  importedFirstToken: number | undefined;
   readonly #fullBlocks: bigint[] = [];
   #holdsPartial = false;
   /** Local and sequence hashes of the prompt's full blocks, computed once. */

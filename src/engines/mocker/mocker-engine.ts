@@ -7,7 +7,7 @@ import {
 } from "../../protocol/index.js";
 import { type Clock, RealClock } from "../../runtime/index.js";
 import { BYTE_SPECIAL_TOKENS, ByteTokenizer } from "../byte-tokenizer.js";
-import type { Engine, EngineInfo, EngineLoad } from "../engine.js";
+import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillResult } from "../engine.js";
 import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
 import { BlockManager } from "./block-manager.js";
 import { MockSequence } from "./mock-sequence.js";
@@ -31,6 +31,8 @@ export interface MockerEngineOptions {
   readonly speedupRatio?: number;
   /** Default: Dynamo's polynomial model at `speedupRatio`. */
   readonly timing?: TimingModel;
+  /** KV bytes per token a disaggregated handoff moves. Default 131072 (Llama 3 8B, FP16). */
+  readonly kvBytesPerToken?: number;
 }
 
 interface Pending {
@@ -51,6 +53,8 @@ export class MockerEngine implements Engine {
   readonly #pending = new Map<MockSequence, Pending>();
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
   readonly #text: MockText;
+  readonly #clock: Clock;
+  readonly #kvBytesPerToken: number;
   #closed = false;
 
   constructor(options: MockerEngineOptions = {}) {
@@ -71,11 +75,13 @@ export class MockerEngine implements Engine {
       publishesKvEvents: true,
     };
     this.#text = new MockText(new ByteTokenizer());
+    this.#clock = options.clock ?? new RealClock();
+    this.#kvBytesPerToken = options.kvBytesPerToken ?? 131072;
     this.#blocks = new BlockManager(kvBlocks, blockSize, (events) => {
       for (const listener of this.#listeners) listener(events);
     });
     this.#scheduler = new MockScheduler({
-      clock: options.clock ?? new RealClock(),
+      clock: this.#clock,
       blocks: this.#blocks,
       timing: options.timing ?? polynomialTimingModel(options.speedupRatio ?? 1),
       maxBatchedTokens: this.info.maxBatchedTokens,
@@ -99,7 +105,20 @@ export class MockerEngine implements Engine {
     };
   }
 
-  async *generate(request: GenerateRequest, options: { signal: AbortSignal }): AsyncGenerator<GenerateResponse> {
+  /** Prefill phase: the scheduler computes the prompt and one token; the KV stays as cached blocks. */
+  async prefill(request: GenerateRequest, options: { signal: AbortSignal }): Promise<PrefillResult> {
+    let firstToken: number | undefined;
+    let cachedTokens = 0;
+    for await (const item of this.generate({ ...request, maxTokens: 1 }, { signal: options.signal })) {
+      if (item.type === "token-delta") firstToken ??= item.tokenIds[0];
+      else cachedTokens = item.cachedTokens;
+    }
+    if (options.signal.aborted) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
+    const bytes = request.tokenIds.length * this.#kvBytesPerToken;
+    return { firstToken, cachedTokens, kv: firstToken === undefined ? undefined : { format: "modelled", bytes } };
+  }
+
+  async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
     if (request.tokenIds.length === 0)
       throw new ArmatureError("REQUEST_INVALID", "the prompt has no tokens", { param: "prompt" });
@@ -112,6 +131,14 @@ export class MockerEngine implements Engine {
     }
     const maxTokens = Math.max(1, Math.min(request.maxTokens, this.info.contextLength - request.tokenIds.length));
     const sequence = new MockSequence(request.requestId, request.tokenIds, maxTokens);
+    const imported = options.importedKv;
+    if (imported?.format === "modelled") {
+      // The handoff's bytes take their modelled time to arrive; then the prompt needs no compute.
+      await this.#clock.sleep(imported.transferMs, options.signal).catch(() => undefined);
+      sequence.importedFirstToken = imported.firstToken;
+    } else if (imported) {
+      throw new ArmatureError("TRANSFER_FAILED", `the mocker cannot import ${imported.format} KV`, { retryable: true });
+    }
     const pending: Pending = { tokens: [], end: undefined, wake: undefined };
     this.#pending.set(sequence, pending);
     const onAbort = (): void => {

@@ -89,6 +89,7 @@ export class MockScheduler {
     let prefillTokens = 0;
     let decodeCount = 0;
     const stepped = new Set<MockSequence>();
+    let admittedImported = 0;
     // Decode first: one token for every sequence that is past its prefill.
     for (const s of [...this.#running]) {
       if (s.remaining !== 1 || s.generated === 0 || budget === 0) continue;
@@ -121,6 +122,11 @@ export class MockScheduler {
       const s = this.#waiting[0] as MockSequence;
       const cached = s.adoptCachedPrefix(blocks);
       if (s.generated === 0) s.cachedTokens = Math.min(cached, s.promptLength);
+      if (s.importedFirstToken !== undefined && s.generated === 0) {
+        if (!this.#admitImported(s)) break;
+        admittedImported++;
+        continue;
+      }
       const done = s.compute(Math.min(s.remaining, budget), blocks);
       if (done === 0 && s.remaining > 0) {
         s.releaseBlocks(blocks);
@@ -137,7 +143,8 @@ export class MockScheduler {
       prefillTokens += done;
       if (s.remaining === 0) stepped.add(s);
     }
-    if (stepped.size === 0 && prefillTokens === 0) return false;
+    // Imported admissions cost no modelled time; the next step decodes them.
+    if (stepped.size === 0 && prefillTokens === 0) return admittedImported > 0;
     const kvUsage = blocks.activeBlocks / blocks.capacity;
     const stepMs = timing.prefillMs(prefillTokens) + (decodeCount > 0 ? timing.decodeMs(kvUsage) : 0);
     await this.#o.clock.sleep(stepMs);
@@ -148,6 +155,30 @@ export class MockScheduler {
       if (s.generated >= s.maxTokens) this.#finish(s);
       else this.#o.onProgress(s, "token");
     }
+    return true;
+  }
+
+  /**
+   * Admits a sequence whose prompt KV arrived from a prefill worker: it takes blocks for the prompt
+   * without modelled compute and has its first token at once. False when the blocks are not there.
+   */
+  #admitImported(s: MockSequence): boolean {
+    const { blocks } = this.#o;
+    const need = s.remaining;
+    if (s.compute(need, blocks) < need) {
+      s.releaseBlocks(blocks);
+      if (this.#running.length === 0) {
+        this.#waiting.shift();
+        this.#o.onProgress(s, "failed");
+      }
+      return false;
+    }
+    this.#waiting.shift();
+    this.#running.push(s);
+    s.tokens.push(s.importedFirstToken as number);
+    s.generated++;
+    if (s.generated >= s.maxTokens) this.#finish(s);
+    else this.#o.onProgress(s, "token");
     return true;
   }
 
