@@ -81,7 +81,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   const logger = createLogger({ level: options.logLevel });
   const deployment = await startEmbeddedDeployment(options, logger);
   process.stdout.write(
-    `armature serving model '${deployment.modelName}' (${options.engine}, ${options.workers} worker${options.workers > 1 ? "s" : ""}) at ${deployment.frontend.url}/v1\n`,
+    `armature serving model '${deployment.modelName}' (${options.engine}, ${describeWorkers(deployment.workers.map((w) => w.card.role))}) at ${deployment.frontend.url}/v1\n`,
   );
   await untilSignal(logger);
   await deployment.close();
@@ -107,4 +107,12 @@ async function model(argv: readonly string[]): Promise<number> {
   }
   process.stdout.write(`${await ensureTinyModel()}\n`);
   return 0;
+}
+
+/** "2 workers", or "1 prefill + 2 decode workers". */
+function describeWorkers(roles: readonly string[]): string {
+  const count = (role: string): number => roles.filter((r) => r === role).length;
+  const plural = roles.length > 1 ? "s" : "";
+  if (count("prefill") === 0) return `${roles.length} worker${plural}`;
+  return `${count("prefill")} prefill + ${count("decode")} decode worker${plural}`;
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ArmatureError } from "../protocol/index.js";
+import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 
 const routerNames = [...basicPolicyNames, "kv"] as const;
@@ -33,6 +33,20 @@ export interface ServeOptions {
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
   readonly logLevel: string;
+  /** `armature serve`: prefill workers (disaggregated serving when above 0). */
+  readonly prefillWorkers: number;
+  /** `armature serve`: decode workers beside the prefill workers (default `workers`). */
+  readonly decodeWorkers: number | undefined;
+  /** `armature worker`: the role its workers register with. */
+  readonly role: WorkerRole;
+  /** Prompts with fewer uncached tokens are prefilled on the decode worker. 0: always disaggregate. */
+  readonly disaggThreshold: number;
+  /** Prefill on the decode worker while prefill workers hold this many requests each. */
+  readonly disaggMaxPrefillQueue: number | undefined;
+  /** Address the workers' transfer agents listen on (default 127.0.0.1). */
+  readonly transferHost: string | undefined;
+  /** Address peers dial to reach the transfer agents, when it differs from `transferHost`. */
+  readonly transferAdvertiseHost: string | undefined;
 }
 
 interface Setting {
@@ -103,15 +117,51 @@ export const serveSettings: Record<string, Setting> = {
     help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
   },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
+  prefill: {
+    type: "integer",
+    env: "ARMATURE_PREFILL",
+    help: "serve: prefill workers; above 0 splits prefill from decode (default 0)",
+  },
+  decode: {
+    type: "integer",
+    env: "ARMATURE_DECODE",
+    help: "serve: decode workers beside the prefill workers (default --workers)",
+  },
+  role: {
+    type: "string",
+    env: "ARMATURE_ROLE",
+    help: "worker: aggregated | prefill | decode (default aggregated)",
+    choices: ["aggregated", "prefill", "decode"],
+  },
+  "disagg-threshold": {
+    type: "integer",
+    env: "ARMATURE_DISAGG_THRESHOLD",
+    help: "prompts with fewer uncached tokens are prefilled on the decode worker (default 0: always split)",
+  },
+  "disagg-max-prefill-queue": {
+    type: "integer",
+    env: "ARMATURE_DISAGG_MAX_PREFILL_QUEUE",
+    help: "prefill on the decode worker while prefill workers hold this many requests each (default unlimited)",
+  },
+  "transfer-host": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_HOST",
+    help: "worker: address the KV transfer agent listens on (default 127.0.0.1)",
+  },
+  "transfer-advertise-host": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_ADVERTISE_HOST",
+    help: "worker: address peers dial for KV bytes, when it differs from --transfer-host",
+  },
 };
 
 export function serveUsage(): string {
-  const lines = Object.entries(serveSettings).map(([flag, s]) => `  --${flag.padEnd(15)} ${s.help}  [${s.env}]`);
+  const lines = Object.entries(serveSettings).map(([flag, s]) => `  --${flag.padEnd(24)} ${s.help}  [${s.env}]`);
   return [
     "usage: armature serve [flags]",
     "",
     ...lines,
-    `  --${"config".padEnd(15)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`,
+    `  --${"config".padEnd(24)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`,
   ].join("\n");
 }
 
@@ -172,6 +222,13 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",
+    prefillWorkers: num("prefill", true, 0) ?? 0,
+    decodeWorkers: num("decode", true, 1),
+    role: (str("role") as WorkerRole | undefined) ?? "aggregated",
+    disaggThreshold: num("disagg-threshold", true, 0) ?? 0,
+    disaggMaxPrefillQueue: num("disagg-max-prefill-queue", true, 1),
+    transferHost: str("transfer-host"),
+    transferAdvertiseHost: str("transfer-advertise-host"),
   };
 }
 

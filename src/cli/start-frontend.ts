@@ -4,9 +4,13 @@ import type { ModelCard } from "../protocol/index.js";
 import {
   ActiveLoad,
   ApproximateIndex,
+  type BasicPolicyName,
   createBasicPolicy,
+  disaggregationMetrics,
   KvIndexer,
+  type KvIndexView,
   kvPolicy,
+  PrefillStage,
   Router,
   type RoutingPolicy,
   routerOverheadMetrics,
@@ -37,35 +41,32 @@ export async function startFrontend(
   const onOverhead = routerOverheadMetrics(meter);
   const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock });
   let indexer: KvIndexer | undefined;
-  let policy: RoutingPolicy;
+  let index: KvIndexView | undefined;
   const routerName = options.router ?? (cards.length > 0 && cards.every((c) => c.publishesKvEvents) ? "kv" : "round-robin");
+  const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
   if (routerName === "kv") {
-    const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
-    if (options.kvEvents) {
-      indexer = new KvIndexer({ runtime, logger, blockSize });
-      policy = kvPolicy({ indexer, blockSize, activeLoad, onOverhead });
-    } else {
-      policy = kvPolicy({
-        indexer: new ApproximateIndex({ clock: runtime.clock, blockSize }),
-        blockSize,
-        activeLoad,
-        onOverhead,
-      });
-    }
-  } else {
-    policy = createBasicPolicy(routerName);
+    indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
+    index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   }
-  const router = new Router({
-    runtime,
-    policy,
-    logger,
-    activeLoad,
-    busy: {
-      ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
-      ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
-      ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
-    },
+  // One policy per pool; the KV ones share the index and the booked load.
+  const makePolicy = (): RoutingPolicy =>
+    index ? kvPolicy({ indexer: index, blockSize, activeLoad, onOverhead }) : createBasicPolicy(routerName as BasicPolicyName);
+  const busy = {
+    ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
+    ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
+    ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
+  };
+  // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo).
+  const prefillRouter = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, roles: ["prefill"] });
+  const prefill = new PrefillStage({
+    router: prefillRouter,
+    thresholdTokens: options.disaggThreshold,
+    maxPrefillQueue: options.disaggMaxPrefillQueue,
+    index,
+    blockSize,
+    ...disaggregationMetrics(meter),
   });
+  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill });
   const frontend = await Frontend.create({
     router,
     meter,
@@ -81,6 +82,7 @@ export async function startFrontend(
     async close(graceMs = 30_000) {
       await frontend.close(graceMs);
       router.close();
+      prefillRouter.close();
       indexer?.close();
       activeLoad.close();
     },

@@ -9,11 +9,26 @@ import {
   type TimingModel,
 } from "../engines/index.js";
 import type { Logger } from "../observability/index.js";
+import type { WorkerRole } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
 
-/** Creates `options.workers` engines and registers a worker host for each on the runtime. */
+/**
+ * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default
+ * `--workers`) decode workers; otherwise `--workers` workers of `--role`.
+ */
+export function workerRoles(options: ServeOptions): WorkerRole[] {
+  if (options.prefillWorkers > 0) {
+    return [
+      ...Array<WorkerRole>(options.prefillWorkers).fill("prefill"),
+      ...Array<WorkerRole>(options.decodeWorkers ?? options.workers).fill("decode"),
+    ];
+  }
+  return Array<WorkerRole>(options.workers).fill(options.role);
+}
+
+/** Creates an engine per worker role and registers a worker host for each on the runtime. */
 export async function startWorkers(
   options: ServeOptions,
   runtime: Runtime,
@@ -32,7 +47,7 @@ export async function startWorkers(
     : undefined;
   const workers: WorkerHost[] = [];
   try {
-    for (let i = 0; i < options.workers; i++) {
+    for (const role of workerRoles(options)) {
       const engine: Engine = modelPath
         ? await LlamaCppEngine.create({
             modelPath,
@@ -46,7 +61,11 @@ export async function startWorkers(
             ...(timing ? { timing } : {}),
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           });
-      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger }));
+      const transfer = {
+        ...(options.transferHost ? { host: options.transferHost } : {}),
+        ...(options.transferAdvertiseHost ? { advertiseHost: options.transferAdvertiseHost } : {}),
+      };
+      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer }));
     }
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));

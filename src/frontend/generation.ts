@@ -25,6 +25,8 @@ export interface GenerationObserver {
 
 export interface Generation {
   readonly workerId: string;
+  /** The worker that prefilled the request, when prefill and decode were split. */
+  readonly prefillWorkerId: string | undefined;
   readonly overlapBlocks: number | undefined;
   readonly promptTokens: number;
   /** Text deltas (never splitting a character, never leaking past a stop string), then one end. */
@@ -79,6 +81,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
   }
   return {
     workerId: call.workerId,
+    prefillWorkerId: call.prefillWorkerId,
     overlapBlocks: call.overlapBlocks,
     promptTokens: tokenIds.length,
     events: textEvents(first, upstream, input, tokenIds.length),

@@ -36,6 +36,8 @@ export interface KvHandoff {
   readonly promptTokens: number;
   /** The first generated token, sampled by the prefill worker. */
   readonly firstToken: number;
+  /** Prompt tokens the prefill worker found in its cache. */
+  readonly cachedTokens: number;
   readonly expiresInMs: number;
 }
 
@@ -80,6 +82,8 @@ export interface RequestEnd {
   readonly kvHandoff?: KvHandoff | undefined;
   /** Decode phase: the decode worker prefilled locally because the handoff failed. */
   readonly prefilledLocally?: boolean | undefined;
+  /** Decode phase: how the KV came from the prefill worker (`modelled`: the mocker's estimate). */
+  readonly kvTransfer?: { readonly backend: string; readonly bytes: number; readonly ms: number } | undefined;
 }
 
 export type GenerateResponse = TokenDelta | RequestEnd;

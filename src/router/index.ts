@@ -8,6 +8,7 @@ export {
   randomPolicy,
   roundRobinPolicy,
 } from "./basic-policies.js";
+export { disaggregationMetrics } from "./disaggregation-metrics.js";
 export type { ApproximateIndexOptions } from "./kv-index/approximate-index.js";
 export { ApproximateIndex } from "./kv-index/approximate-index.js";
 export { KvIndexer } from "./kv-index/kv-indexer.js";
@@ -16,6 +17,8 @@ export { RadixTree } from "./kv-index/radix-tree.js";
 export type { KvIndexView, KvPolicyOptions } from "./kv-policy.js";
 export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
+export type { PrefillOutcome, PrefillStageOptions } from "./prefill-stage.js";
+export { PrefillStage } from "./prefill-stage.js";
 export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
 export type { OverheadPhase } from "./router-metrics.js";

@@ -1,9 +1,16 @@
 import type { Logger } from "../observability/index.js";
-import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
+import {
+  ArmatureError,
+  type GenerateRequest,
+  type GenerateResponse,
+  type RequestEnd,
+  type WorkerRole,
+} from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
+import type { PrefillStage } from "./prefill-stage.js";
 import { WorkerSet } from "./worker-set.js";
 import type { RouterOverrides, WorkerView } from "./worker-view.js";
 
@@ -24,6 +31,10 @@ export interface RouterOptions {
   readonly busy?: BusyThresholds;
   /** Where bookings go; share one between replicas (and with the KV policy). Default: a local one. */
   readonly activeLoad?: ActiveLoad;
+  /** Worker roles this router sends requests to. Default aggregated and decode workers. */
+  readonly roles?: readonly WorkerRole[];
+  /** Disaggregation: runs the prefill on a prefill worker before the request is routed here. */
+  readonly prefill?: PrefillStage | undefined;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -31,6 +42,8 @@ export interface RoutedCall {
   readonly workerId: string;
   /** Prompt blocks the worker already caches, when the policy knows (the KV policy does). */
   readonly overlapBlocks: number | undefined;
+  /** The worker that prefilled the request, when it was disaggregated. */
+  readonly prefillWorkerId?: string | undefined;
   readonly stream: AsyncIterable<GenerateResponse>;
 }
 
@@ -47,6 +60,8 @@ export class Router {
   #requestSeq = 0;
   readonly #decodeThreshold: number;
   readonly #prefillFrac: number;
+  readonly #roles: ReadonlySet<WorkerRole>;
+  readonly #prefill: PrefillStage | undefined;
 
   constructor(options: RouterOptions) {
     this.#runtime = options.runtime;
@@ -56,6 +71,8 @@ export class Router {
     this.#load = options.activeLoad ?? new ActiveLoad({ routerId: "local", clock: options.runtime.clock });
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
+    this.#roles = new Set(options.roles ?? ["aggregated", "decode"]);
+    this.#prefill = options.prefill;
     // A worker that joins may be free: let a parked request try it.
     this.workers.onChange(() => this.#queue.notify());
   }
@@ -79,6 +96,11 @@ export class Router {
     return this.#policy.name;
   }
 
+  /** Workers of `model` in this router's roles. */
+  eligibleWorkers(model: string): WorkerView[] {
+    return this.workers.forModel(model).filter((w) => this.#roles.has(w.card.role));
+  }
+
   /**
    * Picks a worker and starts the call. While every worker is busy the request waits in a bounded
    * first-come-first-served queue. Throws `ROUTER_NO_WORKER` when no worker serves the model,
@@ -96,8 +118,18 @@ export class Router {
     },
   ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
-    const eligible = (): WorkerView[] => this.workers.forModel(request.model).filter((w) => !excluded.has(w.id));
+    const eligible = (): WorkerView[] => this.eligibleWorkers(request.model).filter((w) => !excluded.has(w.id));
     let candidates = eligible();
+    if (candidates.length > 0 && this.#prefill && !request.disaggregation && options.pinnedWorkerId === undefined) {
+      const staged = await this.#prefill.run(request, options.signal);
+      if (staged) {
+        const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
+        // The KV arrives with the request: the decode worker is chosen by load alone.
+        const call = await this.route(decode, { ...options, overrides: { ...options.overrides, overlapWeight: 0 } });
+        const onEnd = this.#prefill.onDecodeEnd;
+        return { ...call, prefillWorkerId: staged.prefillWorkerId, stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream };
+      }
+    }
     if (candidates.length === 0) {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
     }
@@ -127,12 +159,9 @@ export class Router {
     const overlapBlocks = this.#policy.overlapBlocks?.(workerId, routeRequest);
     const bookingId = `${request.requestId}#${++this.#requestSeq}`;
     const blocks = Math.ceil(request.tokenIds.length / chosen.card.blockSize);
-    this.#load.add(
-      bookingId,
-      workerId,
-      Math.max(0, request.tokenIds.length - (overlapBlocks ?? 0) * chosen.card.blockSize),
-      blocks,
-    );
+    const handedOff = request.disaggregation?.phase === "decode";
+    const uncached = handedOff ? 0 : Math.max(0, request.tokenIds.length - (overlapBlocks ?? 0) * chosen.card.blockSize);
+    this.#load.add(bookingId, workerId, uncached, blocks);
     this.workers.adjustInflight(workerId, 1);
     this.#policy.onRouted?.(workerId, routeRequest);
     const source = this.#runtime.requests.call(workerId, request, { signal: options.signal });
@@ -156,6 +185,17 @@ export class Router {
 
   close(): void {
     this.workers.close();
+  }
+}
+
+/** Passes a stream through, telling `onEnd` about its `request-end`. */
+async function* tapEnd(
+  source: AsyncIterable<GenerateResponse>,
+  onEnd: (end: RequestEnd) => void,
+): AsyncGenerator<GenerateResponse> {
+  for await (const item of source) {
+    if (item.type === "request-end") onEnd(item);
+    yield item;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { ModelCard, WorkerRole } from "../protocol/index.js";
+import type { AgentMetadata, ModelCard, WorkerRole } from "../protocol/index.js";
 
 /** One live component as discovery knows it. */
 export interface InstanceRecord {
@@ -7,6 +7,8 @@ export interface InstanceRecord {
   readonly role: WorkerRole;
   readonly model: string;
   readonly card: ModelCard;
+  /** The instance's transfer agent, for peers that move KV bytes to or from it. */
+  readonly transferAgent?: AgentMetadata | undefined;
 }
 
 /** A registration kept alive by keep-alives; it expires after its TTL without them. */

@@ -9,7 +9,10 @@ async function throughProxy(direction: "down" | "up", retries: number) {
   const remote = await TransferAgent.create();
   // Byte 100,000 is well inside the payload of the first data frame.
   const proxy = await startCorruptingProxy(remote.metadata.address.port, { at: 100_000, direction });
-  local.addRemote({ ...remote.metadata, hostId: "another-host", address: { host: "127.0.0.1", port: proxy.port } });
+  local.addRemote(
+    { ...remote.metadata, hostId: "another-host", address: { host: "127.0.0.1", port: proxy.port } },
+    { forceRemote: true },
+  );
   return {
     local,
     remote,

@@ -54,6 +54,8 @@ export class TransferAgent {
   readonly #metadata: AgentMetadata;
   readonly #options: TransferAgentOptions;
   readonly #peers = new Map<string, AgentMetadata>();
+  /** Peers to reach as remote even though they live in this process (tests, benchmarks). */
+  readonly #forced = new Set<string>();
   readonly #connections = new Map<string, TcpConnection>();
   readonly #listeners = new Set<(from: string, message: string) => void>();
   readonly #costs: Record<BackendName, CostModel>;
@@ -131,13 +133,19 @@ export class TransferAgent {
     };
   }
 
-  /** Makes a peer reachable (its metadata came through discovery). */
-  addRemote(metadata: AgentMetadata): void {
-    if (metadata.name !== this.name) this.#peers.set(metadata.name, metadata);
+  /**
+   * Makes a peer reachable (its metadata came through discovery). `forceRemote` reaches a peer of
+   * this process as if it were in another one (over shm or TCP), for tests and benchmarks.
+   */
+  addRemote(metadata: AgentMetadata, options: { forceRemote?: boolean } = {}): void {
+    if (metadata.name === this.name) return;
+    this.#peers.set(metadata.name, metadata);
+    if (options.forceRemote) this.#forced.add(metadata.name);
   }
 
   removeRemote(name: string): void {
     this.#peers.delete(name);
+    this.#forced.delete(name);
     const key = this.#connectionKey(name);
     if (key) this.#connections.get(key)?.close();
   }
@@ -313,7 +321,7 @@ export class TransferAgent {
   }
 
   #peer(name: string): AgentMetadata {
-    const peer = this.#peers.get(name) ?? (this.#inProcess(name) ? inProcess.get(name)?.metadata : undefined);
+    const peer = this.#inProcess(name) ? inProcess.get(name)?.metadata : this.#peers.get(name);
     if (!peer) {
       throw new ArmatureError("TRANSFER_FAILED", `transfer agent ${name} is unknown here (not in discovery, or it left)`, {
         retryable: true,
@@ -322,9 +330,8 @@ export class TransferAgent {
     return peer;
   }
 
-  /** Peers added with `addRemote` are reached as remote even when they live in this process (tests, benchmarks). */
   #forcedRemote(name: string): boolean {
-    return this.#peers.has(name);
+    return this.#forced.has(name);
   }
 
   #inProcess(name: string): boolean {
@@ -332,7 +339,7 @@ export class TransferAgent {
   }
 
   #connectionKey(name: string): string | undefined {
-    const peer = this.#peers.get(name) ?? inProcess.get(name)?.metadata;
+    const peer = this.#peers.get(name);
     return peer ? `${peer.address.host}:${peer.address.port}` : undefined;
   }
 

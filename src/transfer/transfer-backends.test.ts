@@ -5,8 +5,8 @@ async function pair(remoteMedium: "memory" | "file", placement: "in-process" | "
   const local = await TransferAgent.create();
   const remote = await TransferAgent.create();
   // Peers added from metadata are reached as remote processes would be.
-  if (placement === "same-host") local.addRemote(remote.metadata);
-  if (placement === "other-host") local.addRemote({ ...remote.metadata, hostId: "another-host" });
+  if (placement === "same-host") local.addRemote(remote.metadata, { forceRemote: true });
+  if (placement === "other-host") local.addRemote({ ...remote.metadata, hostId: "another-host" }, { forceRemote: true });
   return {
     local,
     remote,

@@ -3,15 +3,21 @@ import type { Engine } from "../engines/index.js";
 import type { Logger } from "../observability/index.js";
 import {
   ArmatureError,
+  type GenerateRequest,
   type GenerateResponse,
+  isArmatureError,
   type KvEvent,
   type KvEventBatch,
   type KvEventsDump,
+  type KvHandoff,
   type ModelCard,
   type WorkerLoad,
   type WorkerRole,
 } from "../protocol/index.js";
 import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
+import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
+import { KvExports } from "./kv-exports.js";
+import { type PulledKv, pullKv } from "./kv-import.js";
 import { modelCardFor } from "./model-card.js";
 import { asGenerateRequest } from "./request-guard.js";
 import { subjects } from "./subjects.js";
@@ -31,6 +37,12 @@ export interface WorkerHostOptions {
   readonly recentEvents?: number;
   /** How often load is published even when it does not change. Default 1 s. */
   readonly loadIntervalMs?: number;
+  /** The worker's own transfer agent is made with these (its listener address, for other hosts). */
+  readonly transfer?: TransferAgentOptions;
+  /** How long a prefill worker keeps exported KV no decode worker has taken. Default 30 s. */
+  readonly handoffTtlMs?: number;
+  /** How long a decode worker waits for KV bytes before it prefills locally. Default 10 s. */
+  readonly transferTimeoutMs?: number;
 }
 
 export type WorkerState = "starting" | "running" | "draining" | "stopped";
@@ -54,7 +66,10 @@ export class WorkerHost {
   readonly #recent: KvEventBatch[] = [];
   #queryRegistration: Registration | undefined;
   #unsubscribeKv: (() => void) | undefined;
+  #unwatchPeers: (() => void) | undefined;
   #background: Promise<void>[] = [];
+  #agent: TransferAgent | undefined;
+  #exports: KvExports | undefined;
 
   private constructor(options: WorkerHostOptions) {
     this.#o = options;
@@ -78,8 +93,32 @@ export class WorkerHost {
     return this.#o.engine;
   }
 
+  /** The worker's transfer agent (KV handoffs of disaggregated requests). */
+  get transferAgent(): TransferAgent | undefined {
+    return this.#agent;
+  }
+
+  /** Exported KV a prefill worker holds for decode workers now. */
+  get heldHandoffs(): number {
+    return this.#exports?.size ?? 0;
+  }
+
   async #start(): Promise<void> {
     const { runtime, engine } = this.#o;
+    const agent = await TransferAgent.create({ name: `${this.id}-kv`, ...this.#o.transfer });
+    this.#agent = agent;
+    this.#exports = new KvExports({ agent, clock: runtime.clock, logger: this.#log, ttlMs: this.#o.handoffTtlMs ?? 30_000 });
+    const peers = new Map<string, string>();
+    this.#unwatchPeers = runtime.discovery.watch((event) => {
+      if (event.type === "instance-added" && event.instance.transferAgent) {
+        peers.set(event.instance.id, event.instance.transferAgent.name);
+        agent.addRemote(event.instance.transferAgent);
+      } else if (event.type === "instance-removed") {
+        const name = peers.get(event.instanceId);
+        peers.delete(event.instanceId);
+        if (name) agent.removeRemote(name);
+      }
+    });
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
     this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
     this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
@@ -90,7 +129,7 @@ export class WorkerHost {
   }
 
   #record(): InstanceRecord {
-    return { id: this.id, role: this.card.role, model: this.card.name, card: this.card };
+    return { id: this.id, role: this.card.role, model: this.card.name, card: this.card, transferAgent: this.#agent?.metadata };
   }
 
   #ttl(): number {
@@ -109,7 +148,7 @@ export class WorkerHost {
     this.#inflight.add(tracked);
     this.#publishLoad();
     try {
-      for await (const response of this.#o.engine.generate(request, { signal })) {
+      for await (const response of this.#serve(request, signal)) {
         if (response.type === "request-end") {
           // Done once the end exists, even if the caller never resumes this generator.
           this.#inflight.delete(tracked);
@@ -121,6 +160,94 @@ export class WorkerHost {
       this.#inflight.delete(tracked);
       done();
       this.#publishLoad();
+    }
+  }
+
+  #serve(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateResponse> {
+    const phase = request.disaggregation;
+    if (phase?.phase === "prefill") return this.#prefill(request, signal);
+    if (phase?.phase === "decode") return this.#decode(request, phase.handoff, signal);
+    return this.#o.engine.generate(request, { signal });
+  }
+
+  /** Prefill phase: compute the KV and first token, export the KV, answer with where it waits. */
+  async *#prefill(request: GenerateRequest, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
+    const { engine } = this.#o;
+    const exports = this.#exports as KvExports;
+    if (!engine.prefill) {
+      throw new ArmatureError("NOT_SUPPORTED", `the ${engine.info.kind} engine cannot run prefill-only requests`);
+    }
+    const { id, path } = exports.newExport();
+    let handoff: KvHandoff | undefined;
+    let cachedTokens = 0;
+    try {
+      const result = await engine.prefill(request, { signal, exportPath: path });
+      cachedTokens = result.cachedTokens;
+      if (result.kv && result.firstToken !== undefined) handoff = await exports.publish(id, this.id, request, result);
+    } finally {
+      if (!handoff) await exports.free(id, "failed", path);
+    }
+    yield {
+      type: "request-end",
+      finishReason: handoff ? "length" : "stop",
+      promptTokens: request.tokenIds.length,
+      completionTokens: handoff ? 1 : 0,
+      cachedTokens,
+      kvHandoff: handoff,
+    };
+  }
+
+  /**
+   * Decode phase: pull the KV, then generate from it. When the bytes do not come (the prefill
+   * worker died, the transfer timed out or was corrupted beyond retries) or the engine refuses
+   * them, the prompt is prefilled here instead; the request is never lost.
+   */
+  async *#decode(request: GenerateRequest, handoff: KvHandoff, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
+    const plain: GenerateRequest = { ...request, disaggregation: undefined };
+    let pulled: PulledKv | undefined;
+    try {
+      pulled = await pullKv(this.#agent as TransferAgent, handoff, signal, this.#o.transferTimeoutMs ?? 10_000);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      this.#log.warn(
+        { err: error, handoffId: handoff.id, from: handoff.prefillWorkerId },
+        "KV transfer failed; prefilling locally",
+      );
+    }
+    try {
+      if (pulled) {
+        const imported = yield* this.#generateImported(plain, pulled, handoff, signal);
+        if (imported) return;
+        this.#log.warn({ handoffId: handoff.id }, "the engine refused the transferred KV; prefilling locally");
+      }
+      for await (const response of this.#o.engine.generate(plain, { signal })) {
+        yield response.type === "request-end" ? { ...response, prefilledLocally: true } : response;
+      }
+    } finally {
+      await pulled?.release();
+    }
+  }
+
+  /** Generates from imported KV; false (nothing yielded) when the engine refused the import. */
+  async *#generateImported(
+    request: GenerateRequest,
+    pulled: PulledKv,
+    handoff: KvHandoff,
+    signal: AbortSignal,
+  ): AsyncGenerator<GenerateResponse, boolean> {
+    let started = false;
+    try {
+      for await (const response of this.#o.engine.generate(request, { signal, importedKv: pulled.importedKv })) {
+        started = true;
+        // The prompt's cache hits happened on the prefill worker.
+        yield response.type === "request-end"
+          ? { ...response, cachedTokens: handoff.cachedTokens, kvTransfer: pulled.transfer }
+          : response;
+      }
+      return true;
+    } catch (error) {
+      if (started || signal.aborted || !isArmatureError(error) || error.code !== "TRANSFER_FAILED") throw error;
+      return false;
     }
   }
 
@@ -195,8 +322,11 @@ export class WorkerHost {
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.#inflight), grace]);
     this.#unsubscribeKv?.();
+    this.#unwatchPeers?.();
     await Promise.all(this.#background);
     await this.#o.engine.close();
+    await this.#exports?.close();
+    await this.#agent?.close();
     this.#state = "stopped";
     this.#log.info("worker stopped");
   }

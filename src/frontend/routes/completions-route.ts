@@ -64,6 +64,7 @@ export async function handleCompletions(
       },
     });
     const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
+    if (generation.prefillWorkerId) headers["x-armature-prefill-worker"] = generation.prefillWorkerId;
     if (generation.overlapBlocks !== undefined) {
       headers["x-armature-overlap-blocks"] = String(generation.overlapBlocks);
       deps.metrics.observeKvHit(request.model, (generation.overlapBlocks * pipeline.card.blockSize) / tokenIds.length);

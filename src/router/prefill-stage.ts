@@ -1,0 +1,94 @@
+import { ArmatureError, type GenerateRequest, hashBlocks, type KvHandoff, type RequestEnd } from "../protocol/index.js";
+import type { KvIndexView } from "./kv-policy.js";
+import type { Router } from "./router.js";
+
+/** Where a request's prefill ran, for metrics and logs. */
+export type PrefillOutcome =
+  | "remote"
+  | "local_no_prefill_worker"
+  | "local_short_prompt"
+  | "local_prefill_queue"
+  | "local_constrained"
+  | "local_prefill_failed";
+
+export interface PrefillStageOptions {
+  /** Routes among the prefill workers only (`roles: ["prefill"]`), KV-aware. */
+  readonly router: Router;
+  /** Prompts with fewer uncached tokens than this are prefilled on the decode worker. Default 0 (never). */
+  readonly thresholdTokens?: number;
+  /** Prefill on the decode worker while the prefill workers hold this many requests each on average. Default unlimited. */
+  readonly maxPrefillQueue?: number;
+  /** The KV index, to tell how much of a prompt the prefill workers already cache. */
+  readonly index?: KvIndexView | undefined;
+  readonly blockSize?: number;
+  readonly onOutcome?: (outcome: PrefillOutcome) => void;
+  /** Hears the end of every decode that started from a handoff (transfer metrics). */
+  readonly onDecodeEnd?: (end: RequestEnd) => void;
+}
+
+/**
+ * The first half of a disaggregated request (Dynamo's PrefillRouter): picks a prefill worker by
+ * KV overlap, has it compute the prompt's KV and first token, and returns the handoff the decode
+ * worker pulls. Returns nothing when the request should be prefilled where it decodes: no prefill
+ * worker, a short uncached prompt, a long prefill queue, or a failed prefill.
+ */
+export class PrefillStage {
+  readonly #o: PrefillStageOptions;
+
+  constructor(options: PrefillStageOptions) {
+    this.#o = options;
+  }
+
+  get onDecodeEnd(): ((end: RequestEnd) => void) | undefined {
+    return this.#o.onDecodeEnd;
+  }
+
+  async run(request: GenerateRequest, signal: AbortSignal): Promise<{ handoff: KvHandoff; prefillWorkerId: string } | undefined> {
+    const outcome = this.#localReason(request);
+    if (outcome) {
+      this.#o.onOutcome?.(outcome);
+      return undefined;
+    }
+    try {
+      const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation: { phase: "prefill" } }, { signal });
+      let handoff: KvHandoff | undefined;
+      for await (const item of call.stream) {
+        if (item.type === "request-end") {
+          if (item.finishReason === "error") throw new ArmatureError("ENGINE_FAILED", item.error?.message ?? "prefill failed");
+          handoff = item.kvHandoff;
+        }
+      }
+      if (!handoff) {
+        this.#o.onOutcome?.("local_prefill_failed");
+        return undefined;
+      }
+      this.#o.onOutcome?.("remote");
+      return { handoff, prefillWorkerId: call.workerId };
+    } catch (error) {
+      if (signal.aborted) throw error;
+      // The prefill worker died, drained or refused: the decode worker prefills instead.
+      this.#o.onOutcome?.("local_prefill_failed");
+      return undefined;
+    }
+  }
+
+  #localReason(request: GenerateRequest): PrefillOutcome | undefined {
+    const prefillWorkers = this.#o.router.eligibleWorkers(request.model);
+    if (prefillWorkers.length === 0) return "local_no_prefill_worker";
+    if (request.constraint) return "local_constrained";
+    const threshold = this.#o.thresholdTokens ?? 0;
+    if (threshold > 0) {
+      let cachedBlocks = 0;
+      if (this.#o.index && this.#o.blockSize) {
+        const { scores } = this.#o.index.findMatches(hashBlocks(request.tokenIds, this.#o.blockSize).local);
+        for (const w of prefillWorkers) cachedBlocks = Math.max(cachedBlocks, scores.get(w.id) ?? 0);
+      }
+      const uncached = request.tokenIds.length - cachedBlocks * (this.#o.blockSize ?? 0);
+      if (uncached < threshold) return "local_short_prompt";
+    }
+    const maxQueue = this.#o.maxPrefillQueue ?? Number.POSITIVE_INFINITY;
+    const queued = prefillWorkers.reduce((sum, w) => sum + w.inflight + (w.published?.waitingRequests ?? 0), 0);
+    if (queued / prefillWorkers.length >= maxQueue) return "local_prefill_queue";
+    return undefined;
+  }
+}
