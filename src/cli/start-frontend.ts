@@ -65,6 +65,7 @@ export async function startFrontend(
     index,
     blockSize,
     ...disaggregationMetrics(meter),
+    onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
   });
   const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill });
   const frontend = await Frontend.create({

@@ -9,7 +9,8 @@ export type PrefillOutcome =
   | "local_short_prompt"
   | "local_prefill_queue"
   | "local_constrained"
-  | "local_prefill_failed";
+  | "local_prefill_failed"
+  | "ended_in_prefill";
 
 export interface PrefillStageOptions {
   /** Routes among the prefill workers only (`roles: ["prefill"]`), KV-aware. */
@@ -22,6 +23,8 @@ export interface PrefillStageOptions {
   readonly index?: KvIndexView | undefined;
   readonly blockSize?: number;
   readonly onOutcome?: (outcome: PrefillOutcome) => void;
+  /** Hears why a prefill failed (the request is then prefilled on its decode worker). */
+  readonly onFailure?: (error: unknown) => void;
   /** Hears the end of every decode that started from a handoff (transfer metrics). */
   readonly onDecodeEnd?: (end: RequestEnd) => void;
 }
@@ -43,7 +46,16 @@ export class PrefillStage {
     return this.#o.onDecodeEnd;
   }
 
-  async run(request: GenerateRequest, signal: AbortSignal): Promise<{ handoff: KvHandoff; prefillWorkerId: string } | undefined> {
+  /**
+   * The handoff, or the request's end when generation ended before a first token (an end-of-sequence
+   * token came first), or nothing when the decode worker should prefill.
+   */
+  async run(
+    request: GenerateRequest,
+    signal: AbortSignal,
+  ): Promise<
+    { prefillWorkerId: string; handoff: KvHandoff; end?: undefined } | { prefillWorkerId: string; end: RequestEnd } | undefined
+  > {
     const outcome = this.#localReason(request);
     if (outcome) {
       this.#o.onOutcome?.(outcome);
@@ -51,16 +63,17 @@ export class PrefillStage {
     }
     try {
       const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation: { phase: "prefill" } }, { signal });
-      let handoff: KvHandoff | undefined;
-      for await (const item of call.stream) {
-        if (item.type === "request-end") {
-          if (item.finishReason === "error") throw new ArmatureError("ENGINE_FAILED", item.error?.message ?? "prefill failed");
-          handoff = item.kvHandoff;
-        }
+      let end: RequestEnd | undefined;
+      for await (const item of call.stream) if (item.type === "request-end") end = item;
+      if (!end || end.finishReason === "error" || end.finishReason === "cancelled") {
+        throw new ArmatureError("ENGINE_FAILED", end?.error?.message ?? "the prefill ended without a result", {
+          retryable: true,
+        });
       }
+      const handoff = end.kvHandoff;
       if (!handoff) {
-        this.#o.onOutcome?.("local_prefill_failed");
-        return undefined;
+        this.#o.onOutcome?.("ended_in_prefill");
+        return { prefillWorkerId: call.workerId, end: { ...end, kvHandoff: undefined } };
       }
       this.#o.onOutcome?.("remote");
       return { handoff, prefillWorkerId: call.workerId };
@@ -68,6 +81,7 @@ export class PrefillStage {
       if (signal.aborted) throw error;
       // The prefill worker died, drained or refused: the decode worker prefills instead.
       this.#o.onOutcome?.("local_prefill_failed");
+      this.#o.onFailure?.(error);
       return undefined;
     }
   }

@@ -122,6 +122,15 @@ export class Router {
     let candidates = eligible();
     if (candidates.length > 0 && this.#prefill && !request.disaggregation && options.pinnedWorkerId === undefined) {
       const staged = await this.#prefill.run(request, options.signal);
+      if (staged?.end) {
+        const end = staged.end;
+        return {
+          workerId: staged.prefillWorkerId,
+          prefillWorkerId: staged.prefillWorkerId,
+          overlapBlocks: undefined,
+          stream: once(end),
+        };
+      }
       if (staged) {
         const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
         // The KV arrives with the request: the decode worker is chosen by load alone.
@@ -186,6 +195,10 @@ export class Router {
   close(): void {
     this.workers.close();
   }
+}
+
+async function* once(end: RequestEnd): AsyncGenerator<GenerateResponse> {
+  yield end;
 }
 
 /** Passes a stream through, telling `onEnd` about its `request-end`. */

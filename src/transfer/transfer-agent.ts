@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, rm, stat } from "node:fs/promises";
+import { rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
@@ -11,6 +11,7 @@ import { type CostModel, defaultCostModels, transferMs } from "./cost-model.js";
 import type { AgentMetadata, BackendName, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
 import { localHostId } from "./host-id.js";
 import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
+import { createSharedDir, sweepDeadSharedDirs } from "./shared-dir.js";
 
 export interface TransferAgentOptions {
   /** Unique name; default a random one. */
@@ -81,8 +82,10 @@ export class TransferAgent {
   static async create(options: TransferAgentOptions = {}): Promise<TransferAgent> {
     const name = options.name ?? `agent-${randomUUID().slice(0, 8)}`;
     if (inProcess.has(name)) throw new ArmatureError("REQUEST_INVALID", `a transfer agent named ${name} already exists`);
-    const sharedDir = options.sharedDir ?? join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), `armature-${name}`);
-    await mkdir(sharedDir, { recursive: true });
+    const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    const sharedDir = options.sharedDir ?? join(parent, `armature-${name}`);
+    if (!options.sharedDir) sweepDeadSharedDirs(parent);
+    await createSharedDir(sharedDir);
     const regions = new RegionTable();
     let agent: TransferAgent | undefined;
     const server = await TcpTransferServer.listen(options.host ?? "127.0.0.1", options.port ?? 0, {
