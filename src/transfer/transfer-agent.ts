@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
-import { rm, stat } from "node:fs/promises";
+import { existsSync, statSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
@@ -284,14 +284,14 @@ export class TransferAgent {
       if (!remote.path)
         throw new ArmatureError("REQUEST_INVALID", `the shm backend needs a file descriptor; region ${remote.region} is memory`);
       // The owner deletes a region's file when it frees the region.
-      const size = await stat(remote.path).then(
-        (s) => s.size,
-        (cause: unknown) => {
-          throw new ArmatureError("TRANSFER_FAILED", `region ${remote.region} of ${remote.agent} is gone (${remote.path})`, {
-            cause,
-          });
-        },
-      );
+      let size: number;
+      try {
+        size = statSync(remote.path).size;
+      } catch (cause) {
+        throw new ArmatureError("TRANSFER_FAILED", `region ${remote.region} of ${remote.agent} is gone (${remote.path})`, {
+          cause,
+        });
+      }
       checkRange(remote.region, size, remote.offset, remote.length);
       return fileAccess(remote.path);
     }

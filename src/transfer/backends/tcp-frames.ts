@@ -11,6 +11,9 @@ export interface FrameHeader {
 /** Payload bytes are written in slices of this size, each waiting for the socket to drain. */
 export const SLICE_BYTES = 1 << 20;
 
+/** Frames up to this payload size go out in a single write. */
+const SMALL_FRAME_BYTES = 64 << 10;
+
 /**
  * Parses `[u32 LE header length][header JSON][payload]` frames from socket chunks. Payload bytes are
  * copied straight into the buffer `landing` returns for the header (a preallocated region or staging
@@ -95,13 +98,17 @@ export class FrameWriter {
     const json = Buffer.from(JSON.stringify(payload ? { ...header, length: payload.length } : header), "utf8");
     const prefix = Buffer.allocUnsafe(4);
     prefix.writeUInt32LE(json.length, 0);
+    if (!payload || payload.length <= SMALL_FRAME_BYTES) {
+      // One write, one packet: small frames are latency, not bandwidth.
+      const ok = this.#socket.write(payload ? Buffer.concat([prefix, json, payload]) : Buffer.concat([prefix, json]));
+      if (!ok) await drained(this.#socket);
+      return;
+    }
     this.#socket.write(prefix);
     let ok = this.#socket.write(json);
-    if (payload) {
-      for (let at = 0; at < payload.length; at += SLICE_BYTES) {
-        if (!ok) await drained(this.#socket);
-        ok = this.#socket.write(payload.subarray(at, Math.min(payload.length, at + SLICE_BYTES)));
-      }
+    for (let at = 0; at < payload.length; at += SLICE_BYTES) {
+      if (!ok) await drained(this.#socket);
+      ok = this.#socket.write(payload.subarray(at, Math.min(payload.length, at + SLICE_BYTES)));
     }
     if (!ok) await drained(this.#socket);
   }
