@@ -14,7 +14,9 @@ import {
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
-       [--seed N] [--limit N] [--json] [--chart FILE.svg]`;
+       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS]
+       [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
+        [--kv-bytes-per-token B]]`;
 
 const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
 
@@ -40,6 +42,15 @@ export async function replayCommand(
       limit: { type: "string" },
       json: { type: "boolean", default: false },
       chart: { type: "string" },
+      "slo-ttft": { type: "string" },
+      "slo-itl": { type: "string" },
+      prefill: { type: "string", default: "0" },
+      decode: { type: "string" },
+      "disagg-threshold": { type: "string", default: "0" },
+      "max-prefill-queue": { type: "string" },
+      "transfer-gbps": { type: "string", default: "2" },
+      "transfer-alpha-ms": { type: "string", default: "0.15" },
+      "kv-bytes-per-token": { type: "string", default: "131072" },
     },
   });
   const path = positionals[0];
@@ -63,6 +74,22 @@ export async function replayCommand(
   const timing = values["timing-profile"]
     ? profiledTimingModel(await loadTimingProfile(values["timing-profile"]), engineSpeedup)
     : polynomialTimingModel(engineSpeedup);
+  const optional = (flag: string, value: string | undefined, min: number): number | undefined =>
+    value === undefined ? undefined : number(flag, value, min);
+  const prefill = number("prefill", values.prefill, 0);
+  const workers = number("workers", values.workers, prefill > 0 ? 0 : 1);
+  const disaggregation = {
+    prefill,
+    decode: optional("decode", values.decode, 1),
+    disaggThreshold: number("disagg-threshold", values["disagg-threshold"], 0),
+    maxPrefillQueue: optional("max-prefill-queue", values["max-prefill-queue"], 1),
+    transfer: {
+      alphaMs: number("transfer-alpha-ms", values["transfer-alpha-ms"], 0),
+      bytesPerMs: number("transfer-gbps", values["transfer-gbps"], Number.MIN_VALUE) * 1e6,
+    },
+    kvBytesPerToken: number("kv-bytes-per-token", values["kv-bytes-per-token"], 0),
+  };
+  const slo = { ttftMs: optional("slo-ttft", values["slo-ttft"], 0), itlMs: optional("slo-itl", values["slo-itl"], 0) };
   const results: ReplayResult[] = [];
   const series: TtftSeries[] = [];
   for (const policy of policies) {
@@ -72,7 +99,9 @@ export async function replayCommand(
       ttftSink: ttftMs,
       trace,
       policy,
-      workers: number("workers", values.workers, 1),
+      workers,
+      ...disaggregation,
+      slo,
       speedup,
       blockSize,
       kvBlocks: number("kv-blocks", values["kv-blocks"], 1),
@@ -86,24 +115,24 @@ export async function replayCommand(
     if (values.json) out(`${JSON.stringify(result)}\n`);
   }
   if (values.chart) {
-    const title = `TTFT, ${trace.length} requests, ${values.workers} workers, arrivals ×${speedup}`;
+    const title = `TTFT, ${trace.length} requests, ${results[0]?.deployment ?? ""} workers, arrivals ×${speedup}`;
     await writeFile(values.chart, renderTtftChart(series, title));
     err(`chart written to ${values.chart}\n`);
   }
   if (!values.json) {
     const bound = sharedCacheHitBound(trace, traceBlockSize, blockSize);
     out(
-      `${trace.length} requests, ${values.workers} workers, speedup ${speedup}; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
+      `${trace.length} requests, ${results[0]?.deployment ?? ""} workers, speedup ${speedup}; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
     );
     out(
-      "| policy | completed | hit rate | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | sim s | wall s |\n",
+      "| policy | completed | hit rate | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s | sim s | wall s |\n",
     );
-    out("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const r of results) {
       const f = (s: { mean: number; p50: number; p99: number }) =>
         `${s.mean.toFixed(0)} / ${s.p50.toFixed(0)} / ${s.p99.toFixed(0)}`;
       out(
-        `| ${r.policy} | ${r.completed}/${r.requests} | ${(100 * r.hit_rate).toFixed(1)}% | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
+        `| ${r.policy} | ${r.completed}/${r.requests} | ${(100 * r.hit_rate).toFixed(1)}% | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
       );
     }
   }

@@ -1,28 +1,32 @@
-import { MockerEngine, SeededRandom, type TimingModel } from "../engines/index.js";
-
-import { silentLogger } from "../observability/index.js";
+import { SeededRandom, type TimingModel } from "../engines/index.js";
 import type { GenerateRequest } from "../protocol/index.js";
-import {
-  ActiveLoad,
-  ApproximateIndex,
-  createBasicPolicy,
-  KvIndexer,
-  kvPolicy,
-  type RoutingPolicy,
-  randomPolicy,
-  type WorkerView,
-} from "../router/index.js";
 import { VirtualClock } from "../runtime/index.js";
-import { modelCardFor } from "../worker/index.js";
-import { type Summary, summarize } from "./latency-stats.js";
+import { type CostModel, defaultCostModels } from "../transfer/index.js";
+import type { Summary } from "./latency-stats.js";
+import { ReplayPool, type ReplayPolicy } from "./replay-pool.js";
+import { ReplayRecorder, type ServiceLevel } from "./replay-recorder.js";
+import { serveAggregated, serveDisaggregated } from "./replay-serving.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
 
-export type ReplayPolicy = "kv" | "kv-approx" | "round-robin" | "random" | "least-loaded";
+export type { ReplayPolicy } from "./replay-pool.js";
 
 export interface ReplayOptions {
   readonly trace: readonly TraceRequest[];
   readonly policy: ReplayPolicy;
+  /** Aggregated workers (ignored when `prefill` is above 0). */
   readonly workers: number;
+  /** Prefill workers: above 0 splits prefill from decode. Default 0. */
+  readonly prefill?: number;
+  /** Decode workers beside the prefill workers. Default `workers`. */
+  readonly decode?: number;
+  /** Disaggregated: prompts with fewer uncached tokens are prefilled on the decode worker. Default 0 (never). */
+  readonly disaggThreshold?: number;
+  /** Disaggregated: prefill on the decode worker while prefill workers hold this many requests each. Default unlimited. */
+  readonly maxPrefillQueue?: number;
+  /** Disaggregated: the link that carries KV between the pools. Default the TCP backend's model. */
+  readonly transfer?: CostModel;
+  /** KV bytes per token the handoff moves. Default 131072 (Llama 3 8B, FP16). */
+  readonly kvBytesPerToken?: number;
   /** Arrival-rate multiplier: 2 replays the trace twice as fast. Default 1. */
   readonly speedup?: number;
   /** Engine KV block size. Default 64. */
@@ -34,6 +38,8 @@ export interface ReplayOptions {
   /** Tokens per trace hash id. Default 512. */
   readonly traceBlockSize?: number;
   readonly timing?: TimingModel;
+  /** Targets for goodput (requests meeting every target per second). */
+  readonly slo?: ServiceLevel;
   /** Seeds every random choice. Default 1. */
   readonly seed?: number;
   /** Called now and then with (requests finished, requests in all). */
@@ -44,6 +50,8 @@ export interface ReplayOptions {
 
 export interface ReplayResult {
   readonly policy: ReplayPolicy;
+  /** `aggregated N` or `disaggregated P+D`. */
+  readonly deployment: string;
   readonly requests: number;
   readonly completed: number;
   /** Prompt tokens served from a worker's prefix cache / all prompt tokens. */
@@ -51,111 +59,70 @@ export interface ReplayResult {
   readonly ttft_ms: Summary;
   readonly itl_ms: Summary;
   readonly throughput_tok_s: number;
+  /** Completed requests that met the SLO targets, per simulated second (all completed ones without targets). */
+  readonly goodput_req_s: number;
+  /** Disaggregated: requests prefilled on the decode worker (conditional disaggregation). */
+  readonly local_prefills?: number;
   readonly sim_seconds: number;
   readonly wall_seconds: number;
 }
 
 /**
- * Replays a trace through the real routing policies and KV index and N mocker engines, in virtual
- * time: nothing sleeps, so an hour of traffic takes as long as the computation does.
+ * Replays a trace through the real routing policies and KV index and mocker engines (aggregated,
+ * or prefill and decode pools), in virtual time: nothing sleeps, so an hour of traffic takes as
+ * long as the computation does.
  */
 export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const started = performance.now();
   const clock = new VirtualClock();
-  const blockSize = options.blockSize ?? 64;
   const speedup = options.speedup ?? 1;
   const traceBlockSize = options.traceBlockSize ?? 512;
   const rng = new SeededRandom(options.seed ?? 1);
-  const engines = Array.from(
-    { length: options.workers },
-    () =>
-      new MockerEngine({
-        clock,
-        blockSize,
-        kvBlocks: options.kvBlocks ?? 16384,
-        contextLength: options.contextLength ?? 131072,
-        ...(options.timing ? { timing: options.timing } : {}),
-      }),
-  );
-  const indexer = new KvIndexer({ logger: silentLogger, blockSize });
-  const activeLoad = new ActiveLoad({ routerId: "replay", clock });
-  const views = engines.map((engine, i) => {
-    const id = `worker-${String(i).padStart(4, "0")}`;
-    let eventId = 0;
-    engine.onKvEvents((events) => indexer.apply({ type: "kv-event-batch", workerId: id, eventId: ++eventId, events }));
-    return { id, card: modelCardFor(engine.info, "replay", "aggregated"), inflight: 0, published: undefined } as {
-      id: string;
-      card: WorkerView["card"];
-      inflight: number;
-      published: WorkerView["published"];
-    };
+  const kvBytesPerToken = options.kvBytesPerToken ?? 131072;
+  const common = {
+    policy: options.policy,
+    clock,
+    rng,
+    blockSize: options.blockSize ?? 64,
+    kvBlocks: options.kvBlocks ?? 16384,
+    contextLength: options.contextLength ?? 131072,
+    kvBytesPerToken,
+    timing: options.timing,
+  };
+  const prefillCount = options.prefill ?? 0;
+  const disaggregated = prefillCount > 0;
+  const prefillPool = disaggregated ? new ReplayPool({ ...common, role: "prefill", count: prefillCount }) : undefined;
+  const decodeCount = disaggregated ? (options.decode ?? options.workers) : options.workers;
+  // Decode workers get their KV with the request: they are chosen by load (Dynamo's decode router).
+  const mainPool = new ReplayPool({
+    ...common,
+    role: disaggregated ? "decode" : "aggregated",
+    count: decodeCount,
+    overlapWeight: disaggregated ? 0 : 1,
   });
-  const policy: RoutingPolicy =
-    options.policy === "kv"
-      ? kvPolicy({ indexer, blockSize, activeLoad, random: () => rng.next() })
-      : options.policy === "kv-approx"
-        ? kvPolicy({ indexer: new ApproximateIndex({ clock, blockSize }), blockSize, activeLoad, random: () => rng.next() })
-        : options.policy === "random"
-          ? randomPolicy(() => rng.next())
-          : createBasicPolicy(options.policy);
-
-  const ttft: number[] = options.ttftSink ?? [];
-  const itl: number[] = [];
-  let promptTokens = 0;
-  let cachedTokens = 0;
-  let outputTokens = 0;
-  let completed = 0;
-  let finished = 0;
+  const recorder = new ReplayRecorder(options.slo ?? {}, options.ttftSink);
+  const model = {
+    thresholdTokens: options.disaggThreshold ?? 0,
+    maxPrefillQueue: options.maxPrefillQueue ?? Number.POSITIVE_INFINITY,
+    transfer: options.transfer ?? defaultCostModels.tcp,
+    kvBytesPerToken,
+  };
   const total = options.trace.length;
+  let finished = 0;
 
   const serve = async (request: TraceRequest, index: number): Promise<void> => {
-    const tokenIds = synthesizeTokens(request, traceBlockSize, 32000, index);
-    const route = { model: "replay", tokenIds };
-    const chosen = policy.select(views, route);
-    const view = views.find((v) => v.id === chosen.id) as (typeof views)[number];
-    const engine = engines[views.indexOf(view)] as MockerEngine;
-    view.inflight++;
-    const overlap = policy.overlapBlocks?.(view.id, route) ?? 0;
-    const blocks = Math.ceil(tokenIds.length / blockSize);
-    activeLoad.add(String(index), view.id, Math.max(0, tokenIds.length - overlap * blockSize), blocks);
-    policy.onRouted?.(view.id, route);
-    const arrival = clock.now();
-    let first = -1;
-    let last = -1;
-    let count = 0;
     const generate: GenerateRequest = {
       type: "generate-request",
       requestId: String(index),
       model: "replay",
-      tokenIds,
+      tokenIds: synthesizeTokens(request, traceBlockSize, 32000, index),
       sampling: { temperature: 0 },
       maxTokens: request.outputLength,
     };
     try {
-      for await (const item of engine.generate(generate, { signal: new AbortController().signal })) {
-        if (item.type === "token-delta") {
-          if (first < 0) {
-            first = clock.now();
-            activeLoad.prefillDone(String(index));
-            policy.onFirstToken?.(view.id, route);
-          }
-          last = clock.now();
-          count += item.tokenIds.length;
-        } else if (item.finishReason === "length" || item.finishReason === "stop") {
-          completed++;
-          promptTokens += item.promptTokens;
-          cachedTokens += item.cachedTokens;
-          outputTokens += item.completionTokens;
-          ttft.push(first - arrival);
-          if (count > 1) itl.push((last - first) / (count - 1));
-        }
-      }
-    } catch {
-      // A request the engine refuses (longer than its context or its cache) counts as not completed.
+      if (prefillPool) await serveDisaggregated(clock, prefillPool, mainPool, generate, recorder, model);
+      else await serveAggregated(clock, mainPool, generate, recorder);
     } finally {
-      view.inflight--;
-      activeLoad.free(String(index));
-      policy.onFinished?.(view.id, route);
       finished++;
       if (finished % 500 === 0) options.onProgress?.(finished, total);
     }
@@ -173,16 +140,20 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   await clock.runUntilIdle();
   await arrivals;
   await Promise.all(inflight);
-  await Promise.all(engines.map((e) => e.close()));
+  await mainPool.close();
+  await prefillPool?.close();
   const simSeconds = clock.now() / 1000;
   return {
     policy: options.policy,
+    deployment: disaggregated ? `disaggregated ${prefillCount}+${decodeCount}` : `aggregated ${decodeCount}`,
     requests: total,
-    completed,
-    hit_rate: promptTokens === 0 ? 0 : cachedTokens / promptTokens,
-    ttft_ms: summarize(ttft),
-    itl_ms: summarize(itl),
-    throughput_tok_s: simSeconds === 0 ? 0 : outputTokens / simSeconds,
+    completed: recorder.completed,
+    hit_rate: recorder.hitRate,
+    ttft_ms: recorder.ttftSummary,
+    itl_ms: recorder.itlSummary,
+    throughput_tok_s: simSeconds === 0 ? 0 : recorder.outputTokens / simSeconds,
+    goodput_req_s: simSeconds === 0 ? 0 : recorder.withinSlo / simSeconds,
+    ...(disaggregated ? { local_prefills: recorder.localPrefills } : {}),
     sim_seconds: simSeconds,
     wall_seconds: (performance.now() - started) / 1000,
   };

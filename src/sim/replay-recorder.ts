@@ -1,0 +1,57 @@
+import { type Summary, summarize } from "./latency-stats.js";
+
+/** Latency targets a request must meet to count towards goodput. */
+export interface ServiceLevel {
+  readonly ttftMs?: number | undefined;
+  readonly itlMs?: number | undefined;
+}
+
+/** What happened to the replayed requests: latencies, cache hits, output and goodput. */
+export class ReplayRecorder {
+  readonly ttft: number[];
+  readonly #itl: number[] = [];
+  readonly #slo: ServiceLevel;
+  promptTokens = 0;
+  cachedTokens = 0;
+  outputTokens = 0;
+  completed = 0;
+  #withinSlo = 0;
+  /** Requests prefilled on a prefill worker, and those prefilled where they decoded. */
+  remotePrefills = 0;
+  localPrefills = 0;
+
+  constructor(slo: ServiceLevel, ttftSink?: number[]) {
+    this.#slo = slo;
+    this.ttft = ttftSink ?? [];
+  }
+
+  /** One completed request: its TTFT, mean ITL (undefined with one token) and token counts. */
+  complete(r: { ttftMs: number; itlMs: number | undefined; promptTokens: number; cachedTokens: number; outputTokens: number }): void {
+    this.completed++;
+    this.promptTokens += r.promptTokens;
+    this.cachedTokens += r.cachedTokens;
+    this.outputTokens += r.outputTokens;
+    this.ttft.push(r.ttftMs);
+    if (r.itlMs !== undefined) this.#itl.push(r.itlMs);
+    const ttftOk = this.#slo.ttftMs === undefined || r.ttftMs <= this.#slo.ttftMs;
+    const itlOk = this.#slo.itlMs === undefined || r.itlMs === undefined || r.itlMs <= this.#slo.itlMs;
+    if (ttftOk && itlOk) this.#withinSlo++;
+  }
+
+  get hitRate(): number {
+    return this.promptTokens === 0 ? 0 : this.cachedTokens / this.promptTokens;
+  }
+
+  get ttftSummary(): Summary {
+    return summarize(this.ttft);
+  }
+
+  get itlSummary(): Summary {
+    return summarize(this.#itl);
+  }
+
+  /** Completed requests that met every target. */
+  get withinSlo(): number {
+    return this.#withinSlo;
+  }
+}
