@@ -26,7 +26,13 @@ export class ReplayRecorder {
   }
 
   /** One completed request: its TTFT, mean ITL (undefined with one token) and token counts. */
-  complete(r: { ttftMs: number; itlMs: number | undefined; promptTokens: number; cachedTokens: number; outputTokens: number }): void {
+  complete(r: {
+    ttftMs: number;
+    itlMs: number | undefined;
+    promptTokens: number;
+    cachedTokens: number;
+    outputTokens: number;
+  }): void {
     this.completed++;
     this.promptTokens += r.promptTokens;
     this.cachedTokens += r.cachedTokens;

@@ -2,8 +2,8 @@ import type { MockerEngine } from "../engines/index.js";
 import { type GenerateRequest, hashBlocks } from "../protocol/index.js";
 import type { VirtualClock } from "../runtime/index.js";
 import { type CostModel, transferMs } from "../transfer/index.js";
-import type { ReplayRecorder } from "./replay-recorder.js";
 import type { Assignment, ReplayPool } from "./replay-pool.js";
+import type { ReplayRecorder } from "./replay-recorder.js";
 
 /** How disaggregated replays decide and pay for the handoff. */
 export interface DisaggregationModel {
@@ -15,8 +15,6 @@ export interface DisaggregationModel {
   readonly transfer: CostModel;
   readonly kvBytesPerToken: number;
 }
-
-const signal = new AbortController().signal;
 
 /** Streams a generation from `engine`, recording its timing from `arrival`. */
 async function stream(
@@ -62,7 +60,7 @@ export async function serveAggregated(
   const arrival = clock.now();
   const worker = pool.assign(request.tokenIds, { prefillTokens: true });
   try {
-    await stream(clock, worker.engine, request, arrival, recorder, worker, { signal }, undefined);
+    await stream(clock, worker.engine, request, arrival, recorder, worker, { signal: neverAborted() }, undefined);
   } catch {
     // A request the engine refuses (longer than its context or its cache) counts as not completed.
   } finally {
@@ -100,7 +98,7 @@ export async function serveDisaggregated(
   const prefill = prefillPool.assign(request.tokenIds, { prefillTokens: true });
   let result: Awaited<ReturnType<MockerEngine["prefill"]>>;
   try {
-    result = await prefill.engine.prefill(request, { signal });
+    result = await prefill.engine.prefill(request, { signal: neverAborted() });
   } catch {
     return;
   } finally {
@@ -109,12 +107,30 @@ export async function serveDisaggregated(
   if (result.firstToken === undefined) return;
   const decode = decodePool.assign(request.tokenIds, { prefillTokens: false });
   const bytes = request.tokenIds.length * model.kvBytesPerToken;
-  const importedKv = { format: "modelled" as const, firstToken: result.firstToken, transferMs: transferMs(model.transfer, bytes) };
+  const importedKv = {
+    format: "modelled" as const,
+    firstToken: result.firstToken,
+    transferMs: transferMs(model.transfer, bytes),
+  };
   try {
-    await stream(clock, decode.engine, request, arrival, recorder, decode, { signal, importedKv }, result.cachedTokens);
+    await stream(
+      clock,
+      decode.engine,
+      request,
+      arrival,
+      recorder,
+      decode,
+      { signal: neverAborted(), importedKv },
+      result.cachedTokens,
+    );
   } catch {
     // Refused by the decode engine: not completed.
   } finally {
     decode.done();
   }
+}
+
+/** A fresh signal per call: engines add a listener to it, and replays make millions of calls. */
+function neverAborted(): AbortSignal {
+  return new AbortController().signal;
 }

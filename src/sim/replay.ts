@@ -3,7 +3,7 @@ import type { GenerateRequest } from "../protocol/index.js";
 import { VirtualClock } from "../runtime/index.js";
 import { type CostModel, defaultCostModels } from "../transfer/index.js";
 import type { Summary } from "./latency-stats.js";
-import { ReplayPool, type ReplayPolicy } from "./replay-pool.js";
+import { type ReplayPolicy, ReplayPool } from "./replay-pool.js";
 import { ReplayRecorder, type ServiceLevel } from "./replay-recorder.js";
 import { serveAggregated, serveDisaggregated } from "./replay-serving.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
