@@ -7,8 +7,16 @@ import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { chooseBackend } from "./backend-choice.js";
 import { TcpConnection } from "./backends/tcp-connection.js";
 import { TcpTransferServer } from "./backends/tcp-server.js";
+import { calibrateBackends } from "./calibration.js";
 import { type CostModel, defaultCostModels, transferMs } from "./cost-model.js";
-import type { AgentMetadata, BackendName, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
+import {
+  type AgentMetadata,
+  type BackendName,
+  backendNames,
+  type TransferDescriptor,
+  type TransferOp,
+  type TransferResult,
+} from "./descriptors.js";
 import { localHostId } from "./host-id.js";
 import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
 import { createSharedDir, sweepDeadSharedDirs } from "./shared-dir.js";
@@ -193,6 +201,15 @@ export class TransferAgent {
 
   setCostModel(backend: BackendName, model: CostModel): void {
     this.#costs[backend] = model;
+  }
+
+  /** Replaces the default cost models with ones measured on this host now (tens of milliseconds). */
+  async calibrate(): Promise<Readonly<Record<BackendName, CostModel>>> {
+    const measured = await calibrateBackends(this.regions, (name) => this.sharedPath(name), this.#server.port);
+    for (const backend of backendNames) {
+      if (!this.#options.costModels?.[backend]) this.#costs[backend] = measured[backend];
+    }
+    return { ...this.#costs };
   }
 
   async close(): Promise<void> {

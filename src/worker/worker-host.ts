@@ -107,6 +107,8 @@ export class WorkerHost {
     const { runtime, engine } = this.#o;
     const agent = await TransferAgent.create({ name: `${this.id}-kv`, ...this.#o.transfer });
     this.#agent = agent;
+    // Split roles model handoffs (the mocker) with this host's measured transfer costs.
+    if (this.card.role !== "aggregated") await agent.calibrate();
     this.#exports = new KvExports({ agent, clock: runtime.clock, logger: this.#log, ttlMs: this.#o.handoffTtlMs ?? 30_000 });
     const peers = new Map<string, string>();
     this.#unwatchPeers = runtime.discovery.watch((event) => {
