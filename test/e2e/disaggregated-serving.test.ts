@@ -85,3 +85,28 @@ test("streamed disaggregated output equals the unary one", async () => {
   for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
   assert.equal(text, (await complete(aggregated, prompt)).text);
 });
+
+test("the mocker splits too: same text as aggregated, the modelled KV bytes counted", async () => {
+  const mockers = await Promise.all([
+    startServe(["--engine", "mocker", "--speedup-ratio", "20", "--workers", "1"]),
+    startServe(["--engine", "mocker", "--speedup-ratio", "20", "--prefill", "1", "--decode", "1"]),
+  ]);
+  try {
+    const [agg, split] = mockers as [ServeProcess, ServeProcess];
+    const ask = async (url: string) => {
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const { data, response } = await client.completions
+        .create({ model: "armature-mocker", prompt: "a prompt of some length for the mocker", max_tokens: 12 })
+        .withResponse();
+      return { text: data.choices[0]?.text, prefill: response.headers.get("x-armature-prefill-worker") };
+    };
+    const [a, s] = [await ask(agg.url), await ask(split.url)];
+    assert.equal(s.text, a.text);
+    assert.match(s.prefill ?? "", /^worker-/);
+    const metrics = await (await fetch(`${split.url}/metrics`)).text();
+    const bytes = Number(/armature_kv_transfer_bytes_total\{backend="file"\} (\d+)/.exec(metrics)?.[1]);
+    assert.ok(bytes > 0 && bytes % 131072 === 0, `prompt tokens × 131072 modelled bytes per token, got ${bytes}`);
+  } finally {
+    await Promise.all(mockers.map((m) => m.stop("SIGTERM")));
+  }
+});
