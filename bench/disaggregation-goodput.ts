@@ -2,7 +2,7 @@
 // time), across a load sweep: requests per second that meet both a TTFT and an ITL target.
 // Usage: node --import tsx bench/disaggregation-goodput.ts [requests] [chart.svg]
 import { writeFile } from "node:fs/promises";
-import { loadTrace, type ReplayResult, replay } from "../src/sim/index.js";
+import { loadTrace, type ReplayOptions, type ReplayResult, replay } from "../src/sim/index.js";
 import { renderLineChart } from "./load/line-chart.js";
 import { machine } from "./load/processes.js";
 
@@ -12,14 +12,27 @@ const trace = (await loadTrace("../shared/research/data/mooncake/conversation_tr
 const slo = { ttftMs: 2000, itlMs: 15 };
 const workers = 8;
 const speedups = [0.5, 1, 2, 3];
-const deployments = [
+const deployments: { name: string; options: Partial<ReplayOptions> & { workers: number } }[] = [
   { name: "aggregated 8", options: { workers } },
   { name: "disaggregated 2+6", options: { workers: 0, prefill: 2, decode: 6 } },
   { name: "disaggregated 3+5", options: { workers: 0, prefill: 3, decode: 5 } },
   { name: "disaggregated 4+4", options: { workers: 0, prefill: 4, decode: 4 } },
   {
-    name: "3+5, conditional (<1024 uncached or queue ≥4: local)",
+    name: "3+5 conditional (<1024 uncached or queue ≥4: local)",
     options: { workers: 0, prefill: 3, decode: 5, disaggThreshold: 1024, maxPrefillQueue: 4 },
+  },
+  // The same split over an RDMA-class link instead of this host's TCP (~2 GB/s).
+  { name: "4+4 over 50 GB/s", options: { workers: 0, prefill: 4, decode: 4, transfer: { alphaMs: 0.05, bytesPerMs: 50e6 } } },
+  {
+    name: "4+4 conditional over 50 GB/s",
+    options: {
+      workers: 0,
+      prefill: 4,
+      decode: 4,
+      disaggThreshold: 1024,
+      maxPrefillQueue: 4,
+      transfer: { alphaMs: 0.05, bytesPerMs: 50e6 },
+    },
   },
 ];
 

@@ -11,13 +11,13 @@ const body = { model: "armature-mocker", prompt: "hello", max_tokens: TOKENS, st
 const engine = ["--engine", "mocker", "--speedup-ratio", "1000000", "--log-level", "warn", "--router", "round-robin"];
 
 console.log(`distributed overhead — ${machine()} — ${seconds}s per run, ${TOKENS} tokens per stream\n`);
-console.log("| streams | deployment | req/s | first token p50 / p99 ms | per-token p50 ms | failed |");
-console.log("|---:|---|---:|---:|---:|---:|");
+console.log("| streams | deployment | req/s | tokens/s | first token p50 / p99 ms | per-token p50 ms | failed |");
+console.log("|---:|---|---:|---:|---:|---:|---:|");
 const nats = await startNatsServer();
 const etcd = await startEtcd();
 const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
 try {
-  for (const concurrency of [1, 16]) {
+  for (const concurrency of [1, 16, 64]) {
     for (const kind of ["embedded", "nats+etcd"] as const) {
       const processes =
         kind === "embedded"
@@ -49,7 +49,7 @@ try {
         });
         const perToken = (r.latencyMs.p50 - r.firstEventMs.p50) / (TOKENS - 1);
         console.log(
-          `| ${concurrency} | ${kind} | ${r.requestsPerSecond.toFixed(0)} | ${r.firstEventMs.p50.toFixed(2)} / ${r.firstEventMs.p99.toFixed(2)} | ${perToken.toFixed(3)} | ${r.failed} |`,
+          `| ${concurrency} | ${kind} | ${r.requestsPerSecond.toFixed(0)} | ${(r.requestsPerSecond * TOKENS).toFixed(0)} | ${r.firstEventMs.p50.toFixed(2)} / ${r.firstEventMs.p99.toFixed(2)} | ${perToken.toFixed(3)} | ${r.failed} |`,
         );
       } finally {
         for (const p of processes.reverse()) await p.stop();

@@ -33,7 +33,7 @@ export async function spawnServer(args: readonly string[], ready: RegExp = /(htt
     url,
     child,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");
       await once(child, "exit");
     },
