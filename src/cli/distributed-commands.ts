@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createLogger, type Logger } from "../observability/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
+import { ActiveLoad, ApproximateIndex, KvIndexer, kvPolicy, serveRouteQueries, WorkerSet } from "../router/index.js";
 import { connectDistributedRuntime, type Runtime } from "../runtime/index.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
@@ -63,4 +64,32 @@ async function waitForWorkers(runtime: Runtime, logger: Logger): Promise<ModelCa
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * `armature router`: the KV index and routing policy as a service on the request plane. It hears
+ * every worker's KV events and every frontend's bookings (event plane) and answers route queries
+ * from frontends started with `--router remote`; several routers share the work as a queue group.
+ */
+export async function routerCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  const options = resolveServeOptions(argv);
+  const logger = createLogger({ level: options.logLevel });
+  const runtime = await connect(options, logger);
+  const cards = await waitForWorkers(runtime, logger);
+  const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
+  const routerId = `router-${randomUUID().slice(0, 8)}`;
+  const workers = new WorkerSet(runtime, logger);
+  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: runtime.events });
+  const indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
+  const index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
+  const registration = await serveRouteQueries(runtime, kvPolicy({ indexer: index, blockSize, activeLoad }), workers);
+  out(`armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${options.bus}\n`);
+  await untilSignal(logger);
+  await registration.close();
+  indexer?.close();
+  activeLoad.close();
+  workers.close();
+  await runtime.close();
+  out("armature router stopped\n");
+  return 0;
 }

@@ -34,6 +34,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     logger,
     workers.map((w) => w.card),
     "embedded",
+    false,
   );
   return {
     frontend: stack.frontend,

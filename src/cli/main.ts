@@ -3,7 +3,7 @@ import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { isArmatureError } from "../protocol/index.js";
 import { BENCH_USAGE, benchCommand } from "./bench-command.js";
-import { frontendCommand, workerCommand } from "./distributed-commands.js";
+import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
@@ -17,6 +17,7 @@ usage:
   armature serve [flags]          frontend + router + workers in one process (--help for flags)
   armature worker --bus nats://… --discovery etcd://…     engines as a separate process
   armature frontend --bus nats://… --discovery etcd://…   HTTP API and router as a separate process
+  armature router --bus nats://… --discovery etcd://…     the KV router as a service (frontends: --router remote)
   armature up CLUSTER.yaml         a local deployment (nats, etcd, workers, frontend) as child processes
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
@@ -44,6 +45,11 @@ const commands: Record<string, { run: (argv: readonly string[]) => Promise<numbe
     run: (argv) => frontendCommand(argv, out),
     usage: () =>
       `usage: armature frontend --bus nats://H:P --discovery etcd://H:P [serve's HTTP and router flags]\n\n${serveUsage()}`,
+  },
+  router: {
+    run: (argv) => routerCommand(argv, out),
+    usage: () =>
+      `usage: armature router --bus nats://H:P --discovery etcd://H:P [--block-size B] [--kv-events on|off]\n\nFrontends started with --router remote ask it which worker serves each request.`,
   },
   up: { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" },
   model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },

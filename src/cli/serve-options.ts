@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 
-const routerNames = [...basicPolicyNames, "kv"] as const;
+const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
 
 /** `armature serve` settings, after flags, `ARMATURE_*` variables and the config file are merged. */
@@ -73,7 +73,7 @@ export const serveSettings: Record<string, Setting> = {
   router: {
     type: "string",
     env: "ARMATURE_ROUTER",
-    help: "kv | round-robin | random | least-loaded (default kv when workers publish KV events)",
+    help: "kv | round-robin | random | least-loaded | remote (an armature router process; default kv when workers publish KV events)",
     choices: routerNames,
   },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },

@@ -13,6 +13,7 @@ import {
   PrefillStage,
   Router,
   type RoutingPolicy,
+  remoteSelector,
   routerOverheadMetrics,
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -36,10 +37,13 @@ export async function startFrontend(
   logger: Logger,
   cards: readonly ModelCard[],
   routerId: string,
+  /** Share bookings with other router replicas over the event plane (not needed in one process). */
+  shareLoad = true,
 ): Promise<FrontendStack> {
   const meter = new PrometheusMeter();
   const onOverhead = routerOverheadMetrics(meter);
-  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock });
+  // Bookings go to every replica (and to armature router processes) over the event plane.
+  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: shareLoad ? runtime.events : undefined });
   let indexer: KvIndexer | undefined;
   let index: KvIndexView | undefined;
   const routerName = options.router ?? (cards.length > 0 && cards.every((c) => c.publishesKvEvents) ? "kv" : "round-robin");
@@ -49,15 +53,19 @@ export async function startFrontend(
     index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   }
   // One policy per pool; the KV ones share the index and the booked load.
+  // With a router service, the local policy only decides while the service does not answer.
   const makePolicy = (): RoutingPolicy =>
-    index ? kvPolicy({ indexer: index, blockSize, activeLoad, onOverhead }) : createBasicPolicy(routerName as BasicPolicyName);
+    index
+      ? kvPolicy({ indexer: index, blockSize, activeLoad, onOverhead })
+      : createBasicPolicy(routerName === "remote" ? "round-robin" : (routerName as BasicPolicyName));
+  const remote = routerName === "remote" ? remoteSelector(runtime) : undefined;
   const busy = {
     ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
     ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
     ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
   };
   // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo).
-  const prefillRouter = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, roles: ["prefill"] });
+  const prefillRouter = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, roles: ["prefill"], remote });
   const prefill = new PrefillStage({
     router: prefillRouter,
     thresholdTokens: options.disaggThreshold,
@@ -67,7 +75,7 @@ export async function startFrontend(
     ...disaggregationMetrics(meter),
     onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
   });
-  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill });
+  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote });
   const frontend = await Frontend.create({
     router,
     meter,

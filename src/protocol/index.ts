@@ -25,5 +25,7 @@ export type {
   WorkerLoad,
 } from "./kv-events.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
+export type { RouteAnswer, RouteQuery } from "./route-query.js";
+export { ROUTER_SERVICE_SUBJECT } from "./route-query.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
 export { backendNames } from "./transfer-descriptors.js";

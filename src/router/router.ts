@@ -11,8 +11,9 @@ import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { PrefillStage } from "./prefill-stage.js";
+import type { RemoteSelector } from "./remote-selector.js";
 import { WorkerSet } from "./worker-set.js";
-import type { RouterOverrides, WorkerView } from "./worker-view.js";
+import type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";
 
 /** When a worker counts as busy (Dynamo's request-rejection thresholds). */
 export interface BusyThresholds {
@@ -35,6 +36,8 @@ export interface RouterOptions {
   readonly roles?: readonly WorkerRole[];
   /** Disaggregation: runs the prefill on a prefill worker before the request is routed here. */
   readonly prefill?: PrefillStage | undefined;
+  /** Asks an `armature router` process to choose; the local policy decides when it cannot answer. */
+  readonly remote?: RemoteSelector | undefined;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -62,6 +65,9 @@ export class Router {
   readonly #prefillFrac: number;
   readonly #roles: ReadonlySet<WorkerRole>;
   readonly #prefill: PrefillStage | undefined;
+  readonly #remote: RemoteSelector | undefined;
+  readonly #log: Logger;
+  #remoteWarnedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: RouterOptions) {
     this.#runtime = options.runtime;
@@ -73,6 +79,8 @@ export class Router {
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
     this.#roles = new Set(options.roles ?? ["aggregated", "decode"]);
     this.#prefill = options.prefill;
+    this.#remote = options.remote;
+    this.#log = options.logger.child({ component: "router" });
     // A worker that joins may be free: let a parked request try it.
     this.workers.onChange(() => this.#queue.notify());
   }
@@ -151,6 +159,7 @@ export class Router {
       }
     }
     let chosen = candidates[0];
+    let remoteOverlap: number | undefined;
     const routeRequest = { model: request.model, tokenIds: request.tokenIds, overrides: options.overrides };
     if (options.pinnedWorkerId !== undefined) {
       chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
@@ -161,11 +170,15 @@ export class Router {
           { param: "nvext.backend_instance_id" },
         );
       }
+    } else if (this.#remote) {
+      const answer = await this.#askRemote(candidates, routeRequest, options.signal);
+      chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
+      remoteOverlap = answer?.overlapBlocks;
     } else {
       chosen = this.#policy.select(candidates, routeRequest);
     }
     const workerId = chosen.id;
-    const overlapBlocks = this.#policy.overlapBlocks?.(workerId, routeRequest);
+    const overlapBlocks = remoteOverlap ?? this.#policy.overlapBlocks?.(workerId, routeRequest);
     const bookingId = `${request.requestId}#${++this.#requestSeq}`;
     const blocks = Math.ceil(request.tokenIds.length / chosen.card.blockSize);
     const handedOff = request.disaggregation?.phase === "decode";
@@ -194,6 +207,25 @@ export class Router {
 
   close(): void {
     this.workers.close();
+  }
+
+  /** The router service's choice, or undefined (logged, at most every 10 s) when it cannot answer. */
+  async #askRemote(
+    candidates: readonly WorkerView[],
+    request: RouteRequest,
+    signal: AbortSignal,
+  ): Promise<{ workerId: string; overlapBlocks: number | undefined } | undefined> {
+    try {
+      return await (this.#remote as RemoteSelector)(candidates, request, signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      const now = Date.now();
+      if (now - this.#remoteWarnedAt > 10_000) {
+        this.#remoteWarnedAt = now;
+        this.#log.warn({ err: error }, "the router service did not answer; this frontend routes with its own policy meanwhile");
+      }
+      return undefined;
+    }
   }
 }
 

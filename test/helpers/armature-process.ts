@@ -46,7 +46,7 @@ export async function startArmature(
     const timer = setTimeout(() => reject(new Error(`armature ${args[0]} did not start in time:\n${output}`)), 60_000);
     const check = (): void => {
       const match = /at (http:\/\/\S+)\/v1/.exec(output);
-      if (match?.[1] || /^armature worker \S/m.test(output)) {
+      if (match?.[1] || /^armature (worker|router) \S/m.test(output)) {
         clearTimeout(timer);
         resolve(match?.[1] ?? "");
       }

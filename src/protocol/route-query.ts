@@ -1,0 +1,20 @@
+/** A frontend asks a router service which worker should serve a prompt. */
+export interface RouteQuery {
+  readonly type: "route-query";
+  readonly model: string;
+  readonly tokenIds: readonly number[];
+  /** The workers the frontend may use now (eligible, not busy, not excluded). */
+  readonly candidates: readonly string[];
+  readonly overrides?: { readonly overlapWeight?: number | undefined; readonly temperature?: number | undefined } | undefined;
+}
+
+/** The router service's choice. */
+export interface RouteAnswer {
+  readonly type: "route-answer";
+  readonly workerId: string;
+  /** Prompt blocks the chosen worker caches, when the policy knows. */
+  readonly overlapBlocks: number | undefined;
+}
+
+/** The request-plane address every `armature router` process serves (NATS queue group: one answers). */
+export const ROUTER_SERVICE_SUBJECT = "armature_router";
