@@ -18,6 +18,7 @@ async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> 
   return connectDistributedRuntime({
     bus: options.bus,
     discovery: options.discovery,
+    durableKvEvents: options.durableKvEvents,
     onError: (error, where) => logger.warn({ err: error, where }, "runtime error"),
   });
 }
@@ -82,6 +83,7 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
   const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: runtime.events });
   const indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
   const index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
+  await indexer?.ready;
   const registration = await serveRouteQueries(runtime, kvPolicy({ indexer: index, blockSize, activeLoad }), workers);
   out(`armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${options.bus}\n`);
   await untilSignal(logger);

@@ -47,6 +47,8 @@ export interface ServeOptions {
   readonly transferHost: string | undefined;
   /** Address peers dial to reach the transfer agents, when it differs from `transferHost`. */
   readonly transferAdvertiseHost: string | undefined;
+  /** Keep KV events in JetStream so a router that starts late rebuilds its index from them. */
+  readonly durableKvEvents: boolean;
 }
 
 interface Setting {
@@ -143,6 +145,12 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_DISAGG_MAX_PREFILL_QUEUE",
     help: "prefill on the decode worker while prefill workers hold this many requests each (default unlimited)",
   },
+  "durable-kv-events": {
+    type: "string",
+    env: "ARMATURE_DURABLE_KV_EVENTS",
+    help: "worker/frontend/router: on keeps KV events in JetStream (nats-server -js) for routers that start late",
+    choices: ["on", "off"],
+  },
   "transfer-host": {
     type: "string",
     env: "ARMATURE_TRANSFER_HOST",
@@ -229,6 +237,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     disaggMaxPrefillQueue: num("disagg-max-prefill-queue", true, 1),
     transferHost: str("transfer-host"),
     transferAdvertiseHost: str("transfer-advertise-host"),
+    durableKvEvents: str("durable-kv-events") === "on",
   };
 }
 

@@ -50,6 +50,8 @@ export async function startFrontend(
   const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
   if (routerName === "kv") {
     indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
+    // With kept KV events, route only once the index holds them.
+    await indexer?.ready;
     index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   }
   // One policy per pool; the KV ones share the index and the booked load.

@@ -44,7 +44,10 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
     if (cluster.nats) {
       const binary = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find((p) => existsSync(p));
       if (!binary) throw new ArmatureError("CONFIG_INVALID", "nats-server is not installed (apt-get install nats-server)");
-      start("nats", binary, ["-a", "127.0.0.1", "-p", String(cluster.nats.port)]);
+      // JetStream on, so workers and routers may keep KV events (--durable-kv-events).
+      const storeDir = await mkdtemp(join(tmpdir(), "armature-up-nats-"));
+      cleanups.push(() => rm(storeDir, { recursive: true, force: true }));
+      start("nats", binary, ["-a", "127.0.0.1", "-p", String(cluster.nats.port), "-js", "-sd", storeDir]);
       bus = `nats://127.0.0.1:${cluster.nats.port}`;
       await waitForPort(cluster.nats.port);
     }

@@ -4,6 +4,7 @@ import { ArmatureError } from "../protocol/index.js";
 import { RealClock } from "./clock.js";
 import type { Runtime } from "./embedded-runtime.js";
 import { EtcdDiscovery } from "./etcd/etcd-discovery.js";
+import { NatsDurableEventLog } from "./nats/nats-durable-event-log.js";
 import { NatsEventPlane } from "./nats/nats-event-plane.js";
 import { NatsRequestPlane } from "./nats/nats-request-plane.js";
 
@@ -13,7 +14,12 @@ export interface DistributedRuntimeOptions {
   /** `etcd://host:port`: discovery. */
   readonly discovery: string;
   readonly onError?: (error: unknown, where: string) => void;
+  /** Keep KV events in a JetStream stream (nats-server needs -js). */
+  readonly durableKvEvents?: boolean;
 }
+
+/** The stream that keeps workers' KV events with `--durable-kv-events`, for an hour. */
+export const KV_EVENTS_STREAM = { stream: "ARMATURE_KV_EVENTS", subjects: ["armature.kv_events.*"], maxAgeMs: 3_600_000 };
 
 /** The same planes over NATS and etcd, for components in separate processes and hosts. */
 export async function connectDistributedRuntime(options: DistributedRuntimeOptions): Promise<Runtime> {
@@ -44,6 +50,16 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
       cause,
     });
   }
+  let kvEventLog: NatsDurableEventLog | undefined;
+  if (options.durableKvEvents) {
+    try {
+      kvEventLog = await NatsDurableEventLog.open(nc, KV_EVENTS_STREAM);
+    } catch (error) {
+      await nc.close();
+      etcd.close();
+      throw error;
+    }
+  }
   const requests = new NatsRequestPlane(nc);
   const events = new NatsEventPlane(nc, { onHandlerError: (e, subject) => onError(e, subject) });
   return {
@@ -51,6 +67,7 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
     discovery,
     requests,
     events,
+    kvEventLog,
     async close() {
       await requests.close();
       await discovery.close();

@@ -1,5 +1,6 @@
 import { type Clock, RealClock } from "./clock.js";
 import type { Discovery } from "./discovery.js";
+import type { DurableEventLog } from "./durable-event-log.js";
 import type { EventPlane } from "./event-plane.js";
 import { MemoryDiscovery } from "./memory/memory-discovery.js";
 import { MemoryEventPlane } from "./memory/memory-event-plane.js";
@@ -12,6 +13,8 @@ export interface Runtime {
   readonly discovery: Discovery;
   readonly requests: RequestPlane;
   readonly events: EventPlane;
+  /** Kept KV events (`--durable-kv-events`): a router that starts late reads them instead of asking workers. */
+  readonly kvEventLog?: DurableEventLog | undefined;
   close(): Promise<void>;
 }
 

@@ -24,11 +24,14 @@ export async function freePort(): Promise<number> {
 export async function startNatsServer(
   ports?: { port: number; monitor: number },
   host = "127.0.0.1",
+  /** A JetStream store directory turns JetStream on (`-js -sd DIR`). */
+  jetStreamDir?: string,
 ): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
   if (!NATS_SERVER_BINARY) throw new Error("nats-server is not installed (apt-get install nats-server; .ci/run does it)");
   const port = ports?.port ?? (await freePort());
   const monitor = ports?.monitor ?? (await freePort());
-  const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", host, "-p", String(port), "-m", String(monitor)], {
+  const jetStream = jetStreamDir ? ["-js", "-sd", jetStreamDir] : [];
+  const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", host, "-p", String(port), "-m", String(monitor), ...jetStream], {
     stdio: "ignore",
   });
   const deadline = Date.now() + 10_000;

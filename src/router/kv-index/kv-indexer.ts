@@ -45,6 +45,10 @@ export class KvIndexer {
   readonly #silenceReported = new Set<string>();
   /** Recoveries started and failed, for diagnostics. */
   readonly recoveries = { started: 0, failed: 0 };
+  /** Resolves once kept events (a durable log) are applied; at once without one. */
+  readonly ready: Promise<void>;
+  /** Live batches that arrive while the kept ones are read, applied after them. */
+  #live: KvEventBatch[] | undefined;
 
   constructor(options: KvIndexerOptions) {
     this.#log = options.logger.child({ component: "kv-indexer" });
@@ -64,11 +68,39 @@ export class KvIndexer {
         runtime.events.subscribe(subjects.allLoad, (payload) =>
           this.#checkSilence(payload as WorkerLoad, runtime.clock.now(), silenceMs),
         ),
-        runtime.events.subscribe(subjects.allKvEvents, (payload) => this.apply(payload as KvEventBatch, runtime.clock.now())),
+        runtime.events.subscribe(subjects.allKvEvents, (payload) => {
+          if (this.#live) this.#live.push(payload as KvEventBatch);
+          else this.apply(payload as KvEventBatch, runtime.clock.now());
+        }),
         runtime.discovery.watch((event) => {
           if (event.type === "instance-removed") this.removeWorker(event.instanceId);
         }),
       );
+    }
+    this.ready = runtime?.kvEventLog ? this.#replayKept(runtime) : Promise.resolve();
+  }
+
+  /**
+   * Rebuilds the index from the kept KV events (JetStream) without asking any worker, holding live
+   * batches until the kept ones are applied; then drops workers discovery no longer lists.
+   */
+  async #replayKept(runtime: Runtime): Promise<void> {
+    this.#live = [];
+    let kept = 0;
+    try {
+      for await (const event of (runtime.kvEventLog as NonNullable<Runtime["kvEventLog"]>).replay()) {
+        this.apply(event.payload as KvEventBatch, runtime.clock.now());
+        kept++;
+      }
+      const alive = new Set((await runtime.discovery.list()).map((i) => i.id));
+      for (const workerId of [...this.#lastEventId.keys()]) if (!alive.has(workerId)) this.removeWorker(workerId);
+      this.#log.info({ batches: kept }, "KV index rebuilt from the kept KV events");
+    } catch (error) {
+      this.#log.error({ err: error }, "could not read the kept KV events; workers will be asked for what the index misses");
+    } finally {
+      const live = this.#live;
+      this.#live = undefined;
+      for (const batch of live) this.apply(batch, runtime.clock.now());
     }
   }
 
