@@ -18,7 +18,7 @@ const deployments: { name: string; options: Partial<ReplayOptions> & { workers: 
   { name: "disaggregated 3+5", options: { workers: 0, prefill: 3, decode: 5 } },
   { name: "disaggregated 4+4", options: { workers: 0, prefill: 4, decode: 4 } },
   {
-    name: "3+5 conditional (<1024 uncached or queue ≥4: local)",
+    name: "3+5 conditional",
     options: { workers: 0, prefill: 3, decode: 5, disaggThreshold: 1024, maxPrefillQueue: 4 },
   },
   // The same split over an RDMA-class link instead of this host's TCP (~2 GB/s).

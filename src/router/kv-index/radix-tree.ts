@@ -1,4 +1,5 @@
 import type { KvBlockStored } from "../../protocol/index.js";
+import { TripleKeyTable } from "./triple-key-table.js";
 
 /** Outcome of applying one KV event, as Dynamo's `kv_cache_events_applied{status}` counts it. */
 export type ApplyStatus = "ok" | "parent_block_not_found" | "block_not_found" | "invalid_block";
@@ -7,27 +8,54 @@ export type ApplyStatus = "ok" | "parent_block_not_found" | "block_not_found" | 
 export interface OverlapScores {
   /** Worker id → number of leading query blocks it holds (absent = 0). */
   readonly scores: Map<string, number>;
-  /** Worker id → number of blocks it holds in the tree. */
+  /** Worker id → number of blocks it holds in the tree. Shared: read it, do not change it. */
   readonly treeSizes: Map<string, number>;
 }
 
-interface RadixNode {
-  readonly tokensHash: bigint;
-  readonly parent: RadixNode | undefined;
-  /** Created on the first child: most nodes are leaves. */
-  children: Map<bigint, RadixNode> | undefined;
-  /** Workers holding the block; a small array costs far less than a Set per node. */
-  readonly workers: string[];
+const ROOT = 0;
+const NONE = -1;
+
+/** u64 → two u32 halves without allocating (one scratch buffer). */
+const scratch = new DataView(new ArrayBuffer(8));
+let HI = 0;
+let LO = 0;
+function split(hash: bigint): void {
+  scratch.setBigUint64(0, hash, true);
+  LO = scratch.getUint32(0, true);
+  HI = scratch.getUint32(4, true);
 }
 
 /**
  * Which worker holds which KV blocks, with the semantics of Dynamo's radix tree: nodes keyed by
- * the local hash of their tokens, each naming the workers that hold it; per worker a lookup from
- * the engine's block hash to its node, for parent links and removals.
+ * the local hash of their tokens under their parent, each naming the workers that hold it; per
+ * worker a lookup from the engine's block hash to its node, for parent links and removals.
+ *
+ * Laid out for a router that indexes millions of blocks: worker ids are interned to small ints,
+ * nodes live in parallel typed arrays, and both maps — (parent, tokens hash) → child and
+ * (worker, block hash) → node — are open-addressing tables over Int32Arrays, so an index entry
+ * costs no JavaScript object and no bigint. A node that no worker holds leaves its parent's table
+ * at once (unreachable for matching, as in Dynamo) and is recycled when its last child goes.
  */
 export class RadixTree {
-  readonly #root: RadixNode = { tokensHash: 0n, parent: undefined, children: new Map(), workers: [] };
-  readonly #lookup = new Map<string, Map<bigint, RadixNode>>();
+  readonly #workerIds: string[] = [];
+  readonly #workerIndex = new Map<string, number>();
+  readonly #blockCounts: number[] = [];
+  readonly #treeSizes = new Map<string, number>();
+  readonly #children = new TripleKeyTable(1024);
+  readonly #lookup = new TripleKeyTable(1024);
+  #parent = new Int32Array(1024);
+  #tokHi = new Uint32Array(1024);
+  #tokLo = new Uint32Array(1024);
+  #childCount = new Int32Array(1024);
+  /** First holder of a node, or NONE; further holders in `#moreHolders`. */
+  #holder = new Int32Array(1024).fill(NONE);
+  readonly #moreHolders = new Map<number, number[]>();
+  /** Nodes no worker holds and no table references, ready for reuse. */
+  readonly #free: number[] = [];
+  #nodes = 1;
+  /** Per-worker marks for intersecting holders in `findMatches`. */
+  #marks = new Int32Array(64);
+  #epoch = 0;
 
   /**
    * Stores a chain of blocks for `workerId` under the block named by `parentHash` (the root when
@@ -35,27 +63,27 @@ export class RadixTree {
    * repeats within the event or names its own parent.
    */
   applyStored(workerId: string, event: Pick<KvBlockStored, "parentHash" | "blocks">): ApplyStatus {
-    const lookup = this.#lookupOf(workerId);
-    let node = this.#root;
+    const w = this.#intern(workerId);
+    let node = ROOT;
     if (event.parentHash !== null) {
-      const parent = lookup.get(event.parentHash);
-      if (!parent) return "parent_block_not_found";
-      node = parent;
+      split(event.parentHash);
+      node = this.#lookup.get(w, HI, LO);
+      if (node === NONE) return "parent_block_not_found";
     }
-    const seen = new Set<bigint>();
+    if (!distinct(event.parentHash, event.blocks)) return "invalid_block";
     for (const block of event.blocks) {
-      if (seen.has(block.blockHash) || block.blockHash === event.parentHash) return "invalid_block";
-      seen.add(block.blockHash);
-    }
-    for (const block of event.blocks) {
-      node.children ??= new Map();
-      let child = node.children.get(block.tokensHash);
-      if (!child) {
-        child = { tokensHash: block.tokensHash, parent: node, children: undefined, workers: [] };
-        node.children.set(block.tokensHash, child);
+      split(block.tokensHash);
+      let child = this.#children.get(node, HI, LO);
+      if (child === NONE) {
+        child = this.#newNode(node, HI, LO);
+        this.#children.set(node, HI, LO, child);
+        this.#childCount[node] = (this.#childCount[node] as number) + 1;
       }
-      if (!child.workers.includes(workerId)) child.workers.push(workerId);
-      lookup.set(block.blockHash, child);
+      this.#addHolder(child, w);
+      split(block.blockHash);
+      const previous = this.#lookup.put(w, HI, LO, child);
+      if (previous === NONE) this.#setCount(w, 1);
+      else if (previous !== child) this.#dropHolder(previous, w);
       node = child;
     }
     return "ok";
@@ -66,70 +94,226 @@ export class RadixTree {
    * skipped; the result is `block_not_found` if any was, after the rest applied.
    */
   applyRemoved(workerId: string, blockHashes: readonly bigint[]): ApplyStatus {
-    const lookup = this.#lookup.get(workerId);
+    const w = this.#workerIndex.get(workerId);
     let status: ApplyStatus = "ok";
     for (const hash of blockHashes) {
-      const node = lookup?.get(hash);
-      if (!node || !lookup) {
+      split(hash);
+      const node = w === undefined ? NONE : this.#lookup.take(w, HI, LO);
+      if (node === NONE || w === undefined) {
         status = "block_not_found";
         continue;
       }
-      lookup.delete(hash);
-      this.#dropWorker(node, workerId);
+      this.#setCount(w, -1);
+      this.#dropHolder(node, w);
     }
     return status;
   }
 
   /** Removes every block of the worker (a `cleared` event, or the worker left discovery). */
   removeWorker(workerId: string): void {
-    const lookup = this.#lookup.get(workerId);
-    if (!lookup) return;
-    for (const node of lookup.values()) this.#dropWorker(node, workerId);
-    this.#lookup.delete(workerId);
+    const w = this.#workerIndex.get(workerId);
+    if (w === undefined) return;
+    const entries: number[] = [];
+    this.#lookup.forEachOf(w, (hi, lo, node) => entries.push(hi, lo, node));
+    for (let i = 0; i < entries.length; i += 3) {
+      this.#lookup.delete(w, entries[i] as number, entries[i + 1] as number);
+      this.#dropHolder(entries[i + 2] as number, w);
+    }
+    this.#blockCounts[w] = 0;
+    this.#treeSizes.delete(workerId);
   }
 
   /** Walks the query's local hashes from the root; a worker drops out at the first block it lacks. */
   findMatches(localHashes: readonly bigint[]): OverlapScores {
     const scores = new Map<string, number>();
-    let node = this.#root;
-    let active: string[] | undefined;
-    for (let depth = 0; depth < localHashes.length; depth++) {
-      const child = node.children?.get(localHashes[depth] as bigint);
-      if (!child) break;
-      if (active === undefined) active = [...child.workers];
-      else if (child.workers.length > 8) {
-        const holders = new Set(child.workers);
-        active = active.filter((w) => holders.has(w));
-      } else active = active.filter((w) => child.workers.includes(w));
+    let node = ROOT;
+    let active: number[] = [];
+    let depth = 0;
+    for (; depth < localHashes.length; depth++) {
+      split(localHashes[depth] as bigint);
+      const child = this.#children.get(node, HI, LO);
+      if (child === NONE) break;
+      const next = depth === 0 ? this.#holdersOf(child) : this.#intersect(active, child);
+      if (next.length < active.length) {
+        // Workers that do not hold this block matched up to the one before.
+        const kept = this.#markAll(next);
+        for (const w of active) if (this.#marks[w] !== kept) scores.set(this.#workerIds[w] as string, depth);
+      }
+      active = next;
       if (active.length === 0) break;
-      for (const w of active) scores.set(w, depth + 1);
       node = child;
     }
-    const treeSizes = new Map<string, number>();
-    for (const [worker, lookup] of this.#lookup) treeSizes.set(worker, lookup.size);
-    return { scores, treeSizes };
+    for (const w of active) scores.set(this.#workerIds[w] as string, depth);
+    return { scores, treeSizes: this.#treeSizes };
   }
 
   /** Blocks a worker holds. */
   blockCount(workerId: string): number {
-    return this.#lookup.get(workerId)?.size ?? 0;
+    const w = this.#workerIndex.get(workerId);
+    return w === undefined ? 0 : (this.#blockCounts[w] ?? 0);
   }
 
-  #lookupOf(workerId: string): Map<bigint, RadixNode> {
-    let lookup = this.#lookup.get(workerId);
-    if (!lookup) {
-      lookup = new Map();
-      this.#lookup.set(workerId, lookup);
+  /** Nodes in the tree and bytes of its typed arrays and tables (for benchmarks). */
+  get footprint(): { nodes: number; bytes: number } {
+    const arrays = this.#parent.byteLength * 5;
+    return { nodes: this.#nodes - this.#free.length, bytes: arrays + this.#children.bytes + this.#lookup.bytes };
+  }
+
+  #intern(workerId: string): number {
+    let w = this.#workerIndex.get(workerId);
+    if (w === undefined) {
+      w = this.#workerIds.length;
+      this.#workerIds.push(workerId);
+      this.#workerIndex.set(workerId, w);
+      this.#blockCounts.push(0);
+      if (this.#marks.length <= w) {
+        const marks = new Int32Array(this.#marks.length * 2);
+        marks.set(this.#marks);
+        this.#marks = marks;
+      }
     }
-    return lookup;
+    return w;
   }
 
-  #dropWorker(node: RadixNode, workerId: string): void {
-    const at = node.workers.indexOf(workerId);
-    if (at >= 0) node.workers.splice(at, 1);
-    if (node.workers.length > 0) return;
-    // Nobody holds it: its subtree is unreachable for matching, so let it go.
-    node.children = undefined;
-    node.parent?.children?.delete(node.tokensHash);
+  #setCount(w: number, delta: number): void {
+    const count = (this.#blockCounts[w] as number) + delta;
+    this.#blockCounts[w] = count;
+    const id = this.#workerIds[w] as string;
+    if (count > 0) this.#treeSizes.set(id, count);
+    else this.#treeSizes.delete(id);
   }
+
+  #holdersOf(node: number): number[] {
+    const first = this.#holder[node] as number;
+    if (first === NONE) return [];
+    const more = this.#moreHolders.get(node);
+    return more ? [first, ...more] : [first];
+  }
+
+  /** Marks `workers` with a fresh epoch; returns it. */
+  #markAll(workers: readonly number[]): number {
+    const epoch = ++this.#epoch;
+    for (const w of workers) this.#marks[w] = epoch;
+    return epoch;
+  }
+
+  /** The workers of `active` that also hold `node`. */
+  #intersect(active: readonly number[], node: number): number[] {
+    const first = this.#holder[node] as number;
+    if (first === NONE) return [];
+    const more = this.#moreHolders.get(node);
+    if (!more) return active.includes(first) ? [first] : [];
+    const epoch = this.#markAll(active);
+    const out: number[] = [];
+    if (this.#marks[first] === epoch) out.push(first);
+    for (const w of more) if (this.#marks[w] === epoch) out.push(w);
+    return out;
+  }
+
+  #addHolder(node: number, w: number): void {
+    const first = this.#holder[node] as number;
+    if (first === NONE) {
+      this.#holder[node] = w;
+      return;
+    }
+    if (first === w) return;
+    const more = this.#moreHolders.get(node);
+    if (!more) this.#moreHolders.set(node, [w]);
+    else if (!more.includes(w)) more.push(w);
+  }
+
+  #dropHolder(node: number, w: number): void {
+    const more = this.#moreHolders.get(node);
+    if (this.#holder[node] === w) {
+      if (more) {
+        this.#holder[node] = more.pop() as number;
+        if (more.length === 0) this.#moreHolders.delete(node);
+      } else this.#holder[node] = NONE;
+    } else if (more) {
+      const at = more.indexOf(w);
+      if (at >= 0) more.splice(at, 1);
+      if (more.length === 0) this.#moreHolders.delete(node);
+    }
+    if (this.#holder[node] === NONE) this.#detach(node);
+  }
+
+  /**
+   * Nobody holds the node: it leaves its parent's children (its subtree is unreachable for
+   * matching), and is recycled once no child hangs below it, its parent too when that empties it.
+   */
+  #detach(node: number): void {
+    for (let n = node; n !== ROOT && this.#holder[n] === NONE; ) {
+      const parent = this.#parent[n] as number;
+      if (parent === NONE) {
+        // Already detached: recycle once its last child has gone.
+        if (this.#childCount[n] === 0) this.#recycle(n);
+        return;
+      }
+      this.#children.delete(parent, this.#tokHi[n] as number, this.#tokLo[n] as number);
+      this.#parent[n] = NONE;
+      this.#childCount[parent] = (this.#childCount[parent] as number) - 1;
+      if (this.#childCount[n] === 0) this.#recycle(n);
+      // A detached parent whose last child just went can be recycled too.
+      if (parent !== ROOT && this.#parent[parent] === NONE && this.#holder[parent] === NONE && this.#childCount[parent] === 0) {
+        this.#recycle(parent);
+      }
+      return;
+    }
+  }
+
+  #recycle(node: number): void {
+    this.#childCount[node] = 0;
+    this.#free.push(node);
+  }
+
+  #newNode(parent: number, hi: number, lo: number): number {
+    let node = this.#free.pop();
+    if (node === undefined) {
+      node = this.#nodes++;
+      if (node >= this.#parent.length) this.#growNodes();
+    }
+    this.#parent[node] = parent;
+    this.#tokHi[node] = hi;
+    this.#tokLo[node] = lo;
+    this.#childCount[node] = 0;
+    this.#holder[node] = NONE;
+    return node;
+  }
+
+  #growNodes(): void {
+    const size = this.#parent.length * 2;
+    const grow = <T extends Int32Array | Uint32Array>(old: T, make: (n: number) => T, fill?: number): T => {
+      const next = make(size);
+      if (fill !== undefined) next.fill(fill);
+      next.set(old);
+      return next;
+    };
+    this.#parent = grow(this.#parent, (n) => new Int32Array(n));
+    this.#tokHi = grow(this.#tokHi, (n) => new Uint32Array(n));
+    this.#tokLo = grow(this.#tokLo, (n) => new Uint32Array(n));
+    this.#childCount = grow(this.#childCount, (n) => new Int32Array(n));
+    this.#holder = grow(this.#holder, (n) => new Int32Array(n), NONE);
+  }
+}
+
+/** No block hash repeats within the event, and none names the event's parent. */
+function distinct(parentHash: bigint | null, blocks: KvBlockStored["blocks"]): boolean {
+  if (blocks.length <= 16) {
+    for (let i = 0; i < blocks.length; i++) {
+      const hash = (blocks[i] as KvBlockStored["blocks"][number]).blockHash;
+      if (hash === parentHash) return false;
+      for (let j = i + 1; j < blocks.length; j++) if ((blocks[j] as KvBlockStored["blocks"][number]).blockHash === hash) return false;
+    }
+    return true;
+  }
+  // Low halves first (cheap number keys); an equal low half is checked in full.
+  const lows = new Set<number>();
+  let suspect = false;
+  for (const block of blocks) {
+    if (block.blockHash === parentHash) return false;
+    split(block.blockHash);
+    if (lows.has(LO)) suspect = true;
+    lows.add(LO);
+  }
+  return !suspect || new Set(blocks.map((b) => b.blockHash)).size === blocks.length;
 }

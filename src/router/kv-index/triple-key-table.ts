@@ -1,0 +1,135 @@
+const EMPTY = -1;
+const STRIDE = 4;
+
+/**
+ * An open-addressing hash table from `(a, hi, lo)` — a small non-negative int and a u64 split in
+ * two u32 halves — to a non-negative int, in one Int32Array: linear probing, deletion by backward
+ * shift (no tombstones), doubling at half load. The KV index keeps millions of entries in it
+ * without allocating an object (or a bigint) per entry.
+ */
+export class TripleKeyTable {
+  #slots: Int32Array;
+  #mask: number;
+  #size = 0;
+
+  constructor(initialCapacity = 1024) {
+    let capacity = 16;
+    while (capacity < initialCapacity) capacity *= 2;
+    this.#slots = new Int32Array(capacity * STRIDE).fill(EMPTY);
+    this.#mask = capacity - 1;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Bytes the table occupies. */
+  get bytes(): number {
+    return this.#slots.byteLength;
+  }
+
+  /** The value stored for the key, or -1. */
+  get(a: number, hi: number, lo: number): number {
+    const slots = this.#slots;
+    const h = hi | 0;
+    const l = lo | 0;
+    for (let i = home(a, h, l) & this.#mask; ; i = (i + 1) & this.#mask) {
+      const at = i * STRIDE;
+      const key = slots[at] as number;
+      if (key === EMPTY) return -1;
+      if (key === a && slots[at + 1] === h && slots[at + 2] === l) return slots[at + 3] as number;
+    }
+  }
+
+  /** Sets the value; true when the key was new. */
+  set(a: number, hi: number, lo: number, value: number): boolean {
+    return this.put(a, hi, lo, value) === -1;
+  }
+
+  /** Sets the value and returns the one it replaced, or -1 when the key was new (one probe). */
+  put(a: number, hi: number, lo: number, value: number): number {
+    if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
+    const slots = this.#slots;
+    const h = hi | 0;
+    const l = lo | 0;
+    for (let i = home(a, h, l) & this.#mask; ; i = (i + 1) & this.#mask) {
+      const at = i * STRIDE;
+      const key = slots[at] as number;
+      if (key === EMPTY) {
+        slots[at] = a;
+        slots[at + 1] = h;
+        slots[at + 2] = l;
+        slots[at + 3] = value;
+        this.#size++;
+        return -1;
+      }
+      if (key === a && slots[at + 1] === h && slots[at + 2] === l) {
+        const previous = slots[at + 3] as number;
+        slots[at + 3] = value;
+        return previous;
+      }
+    }
+  }
+
+  /** Removes the key; true when it was there. */
+  delete(a: number, hi: number, lo: number): boolean {
+    return this.take(a, hi, lo) !== -1;
+  }
+
+  /** Removes the key and returns its value, or -1 when it was not there (one probe). */
+  take(a: number, hi: number, lo: number): number {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    const h = hi | 0;
+    const l = lo | 0;
+    let i = home(a, h, l) & mask;
+    for (; ; i = (i + 1) & mask) {
+      const at = i * STRIDE;
+      const key = slots[at] as number;
+      if (key === EMPTY) return -1;
+      if (key === a && slots[at + 1] === h && slots[at + 2] === l) break;
+    }
+    const value = slots[i * STRIDE + 3] as number;
+    // Backward shift: pull later entries of the probe run into the hole when their home allows it.
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const at = j * STRIDE;
+      const key = slots[at] as number;
+      if (key === EMPTY) break;
+      const k = home(key, slots[at + 1] as number, slots[at + 2] as number) & mask;
+      const between = i <= j ? i < k && k <= j : i < k || k <= j;
+      if (between) continue;
+      slots.copyWithin(i * STRIDE, at, at + STRIDE);
+      i = j;
+    }
+    slots[i * STRIDE] = EMPTY;
+    this.#size--;
+    return value;
+  }
+
+  /** Calls `visit(hi, lo, value)` for every entry whose first key part is `a` (a full scan). */
+  forEachOf(a: number, visit: (hi: number, lo: number, value: number) => void): void {
+    const slots = this.#slots;
+    for (let at = 0; at < slots.length; at += STRIDE) {
+      if (slots[at] === a) visit(slots[at + 1] as number, slots[at + 2] as number, slots[at + 3] as number);
+    }
+  }
+
+  #grow(): void {
+    const old = this.#slots;
+    this.#slots = new Int32Array(old.length * 2).fill(EMPTY);
+    this.#mask = (this.#mask + 1) * 2 - 1;
+    this.#size = 0;
+    for (let at = 0; at < old.length; at += STRIDE) {
+      const key = old[at] as number;
+      if (key !== EMPTY) this.set(key, old[at + 1] as number, old[at + 2] as number, old[at + 3] as number);
+    }
+  }
+}
+
+/** Mixes the three key parts (the u64 halves are already well spread: they are XXH3 outputs). */
+function home(a: number, hi: number, lo: number): number {
+  let h = Math.imul(a ^ lo, 0x9e3779b1) ^ hi;
+  h = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
