@@ -37,17 +37,24 @@ async function startPeer(): Promise<Peer> {
   };
 }
 
-/** Median seconds of `reps` runs of `once` (after a few warm-up runs). */
-async function measure(reps: number, once: () => Promise<void> | void): Promise<{ p50: number; all: number[] }> {
-  for (let i = 0; i < Math.min(5, reps); i++) await once();
-  const all: number[] = [];
+/**
+ * Median seconds per path, with the paths' runs interleaved (one run of each in turn, `reps`
+ * rounds, after warm-up rounds) so that noise on this shared machine hits them alike.
+ */
+async function measureInterleaved(reps: number, paths: readonly (() => Promise<void> | void)[]): Promise<number[]> {
+  for (let i = 0; i < Math.min(5, reps); i++) for (const once of paths) await once();
+  const samples = paths.map(() => [] as number[]);
   for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await once();
-    all.push((performance.now() - t0) / 1000);
+    for (const [k, once] of paths.entries()) {
+      const t0 = performance.now();
+      await once();
+      samples[k]?.push((performance.now() - t0) / 1000);
+    }
   }
-  all.sort((a, b) => a - b);
-  return { p50: all[Math.floor(all.length / 2)] as number, all };
+  return samples.map((all) => {
+    all.sort((a, b) => a - b);
+    return all[Math.floor(all.length / 2)] as number;
+  });
 }
 
 /** Reads `bytes` from the peer's raw TCP server into a preallocated buffer over one persistent socket. */
@@ -126,8 +133,12 @@ try {
       ],
     ];
     const results = new Map<string, number>();
-    for (const [name, once, ceiling] of paths) {
-      const { p50 } = await measure(size.reps, once);
+    const medians = await measureInterleaved(
+      size.reps,
+      paths.map(([, once]) => once),
+    );
+    for (const [k, [name, , ceiling]] of paths.entries()) {
+      const p50 = medians[k] as number;
       const gbps = size.bytes / p50 / 1e9;
       results.set(name, gbps);
       const ratio = ceiling ? gbps / (results.get(ceiling) as number) : undefined;

@@ -1,4 +1,4 @@
-export { checksum } from "./checksum.js";
+export { StreamingChecksum } from "./checksum.js";
 export { type CostModel, defaultCostModels, fitCostModel, transferMs } from "./cost-model.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
 export { backendNames } from "./descriptors.js";

@@ -31,7 +31,9 @@ test("the typed-array radix tree answers exactly as the reference model through 
       const locals = [...prefix, ...randomLocals()];
       const hashes = blockHashes(locals);
       const parentHash = prefix.length > 0 ? (hashes[prefix.length - 1] as bigint) : null;
-      const blocks = locals.slice(prefix.length).map((l, i) => ({ tokensHash: l, blockHash: hashes[prefix.length + i] as bigint }));
+      const blocks = locals
+        .slice(prefix.length)
+        .map((l, i) => ({ tokensHash: l, blockHash: hashes[prefix.length + i] as bigint }));
       const event = { parentHash, blocks };
       assert.equal(tree.applyStored(worker, event), model.applyStored(worker, event), `step ${step}: stored`);
       chains.set(worker, [...known, locals].slice(-20));

@@ -302,7 +302,8 @@ function distinct(parentHash: bigint | null, blocks: KvBlockStored["blocks"]): b
     for (let i = 0; i < blocks.length; i++) {
       const hash = (blocks[i] as KvBlockStored["blocks"][number]).blockHash;
       if (hash === parentHash) return false;
-      for (let j = i + 1; j < blocks.length; j++) if ((blocks[j] as KvBlockStored["blocks"][number]).blockHash === hash) return false;
+      for (let j = i + 1; j < blocks.length; j++)
+        if ((blocks[j] as KvBlockStored["blocks"][number]).blockHash === hash) return false;
     }
     return true;
   }

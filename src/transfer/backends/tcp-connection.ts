@@ -1,6 +1,5 @@
 import { connect, type Socket } from "node:net";
 import { ArmatureError, type ErrorCode } from "../../protocol/index.js";
-import { checksum } from "../checksum.js";
 import { type FrameHeader, FrameReader, FrameWriter } from "./tcp-frames.js";
 
 interface Pending {
@@ -33,7 +32,7 @@ export class TcpConnection {
   }
 
   async write(region: string, offset: number, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
-    await this.#request({ op: "write", id: 0, region, offset, checksum: checksum(bytes) }, bytes, undefined, signal);
+    await this.#request({ op: "write", id: 0, region, offset }, bytes, undefined, signal);
   }
 
   async notify(from: string, message: string, signal?: AbortSignal): Promise<void> {
@@ -74,7 +73,7 @@ export class TcpConnection {
     this.#writer = new FrameWriter(socket);
     const reader = new FrameReader(
       (header) => this.#pending.get(header.id)?.landing ?? Buffer.allocUnsafe(header.length ?? 0),
-      (header, payload) => this.#answer(header, payload),
+      (header, payload, intact) => this.#answer(header, payload, intact),
     );
     socket.on("data", (chunk: Buffer) => {
       try {
@@ -108,13 +107,13 @@ export class TcpConnection {
     return this.#ready;
   }
 
-  #answer(header: FrameHeader, payload: Buffer | undefined): void {
+  #answer(header: FrameHeader, payload: Buffer | undefined, intact: boolean): void {
     const pending = this.#pending.get(header.id);
     if (!pending) return;
     if (header.op === "error") {
       const code = String(header.code) as ErrorCode;
       pending.reject(new ArmatureError(code, String(header.message), { retryable: code === "TRANSFER_CORRUPTED" }));
-    } else if (header.op === "data" && checksum(payload ?? Buffer.alloc(0)) !== header.checksum) {
+    } else if (header.op === "data" && !intact) {
       pending.reject(
         new ArmatureError("TRANSFER_CORRUPTED", `checksum mismatch on a read of ${payload?.length ?? 0} bytes`, {
           retryable: true,

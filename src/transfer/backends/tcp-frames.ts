@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import { StreamingChecksum } from "../checksum.js";
 
 /** Control header of one frame; `length` payload bytes follow it when present. */
 export interface FrameHeader {
@@ -14,22 +15,32 @@ export const SLICE_BYTES = 1 << 20;
 /** Frames up to this payload size go out in a single write. */
 const SMALL_FRAME_BYTES = 64 << 10;
 
+/** Bytes of the XXH64 trailer after every payload. */
+const TRAILER_BYTES = 8;
+
+/** A received frame; `intact` is false when its payload does not match its trailer checksum. */
+export type FrameHandler = (header: FrameHeader, payload: Buffer | undefined, intact: boolean) => void;
+
 /**
- * Parses `[u32 LE header length][header JSON][payload]` frames from socket chunks. Payload bytes are
- * copied straight into the buffer `landing` returns for the header (a preallocated region or staging
- * buffer), so large transfers are never concatenated.
+ * Parses `[u32 LE header length][header JSON][payload][u64 LE XXH64 of the payload]` frames from
+ * socket chunks. Payload bytes are copied straight into the buffer `landing` returns for the header
+ * (a preallocated region or staging buffer), and hashed as they land, so large transfers are never
+ * concatenated and their checksum costs no extra pass.
  */
 export class FrameReader {
   readonly #landing: (header: FrameHeader) => Buffer;
-  readonly #onFrame: (header: FrameHeader, payload: Buffer | undefined) => void;
+  readonly #onFrame: FrameHandler;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
-  #headerLength = -1;
+  /** What the pending bytes will be: the header's length, the header, or the payload's trailer. */
+  #expect: "length" | "header" | "trailer" = "length";
+  #headerLength = 0;
   #header: FrameHeader | undefined;
   #payload: Buffer | undefined;
+  #hash: StreamingChecksum | undefined;
   #filled = 0;
 
-  constructor(landing: (header: FrameHeader) => Buffer, onFrame: (header: FrameHeader, payload: Buffer | undefined) => void) {
+  constructor(landing: (header: FrameHeader) => Buffer, onFrame: FrameHandler) {
     this.#landing = landing;
     this.#onFrame = onFrame;
   }
@@ -37,15 +48,16 @@ export class FrameReader {
   push(chunk: Buffer): void {
     let at = 0;
     while (at < chunk.length) {
-      if (this.#payload && this.#header) {
+      if (this.#payload && this.#filled < this.#payload.length) {
         const take = Math.min(chunk.length - at, this.#payload.length - this.#filled);
         chunk.copy(this.#payload, this.#filled, at, at + take);
+        this.#hash?.update(this.#payload.subarray(this.#filled, this.#filled + take));
         this.#filled += take;
         at += take;
-        if (this.#filled === this.#payload.length) this.#finish();
+        if (this.#filled === this.#payload.length) this.#expect = "trailer";
         continue;
       }
-      const need = this.#headerLength < 0 ? 4 : this.#headerLength;
+      const need = this.#expect === "length" ? 4 : this.#expect === "header" ? this.#headerLength : TRAILER_BYTES;
       const take = Math.min(chunk.length - at, need - this.#pendingBytes);
       this.#pending.push(chunk.subarray(at, at + take));
       this.#pendingBytes += take;
@@ -54,28 +66,33 @@ export class FrameReader {
       const bytes = this.#pending.length === 1 ? (this.#pending[0] as Buffer) : Buffer.concat(this.#pending);
       this.#pending = [];
       this.#pendingBytes = 0;
-      if (this.#headerLength < 0) {
+      if (this.#expect === "length") {
         this.#headerLength = bytes.readUInt32LE(0);
-        continue;
-      }
-      this.#headerLength = -1;
-      this.#header = JSON.parse(bytes.toString("utf8")) as FrameHeader;
-      const length = this.#header.length ?? 0;
-      if (length > 0) {
-        this.#payload = this.#landing(this.#header).subarray(0, length);
-        this.#filled = 0;
+        this.#expect = "header";
+      } else if (this.#expect === "header") {
+        this.#header = JSON.parse(bytes.toString("utf8")) as FrameHeader;
+        const length = this.#header.length ?? 0;
+        if (length > 0) {
+          this.#payload = this.#landing(this.#header).subarray(0, length);
+          this.#hash = new StreamingChecksum();
+          this.#filled = 0;
+        } else {
+          this.#finish(true);
+        }
       } else {
-        this.#finish();
+        this.#finish(bytes.readBigUInt64LE(0) === this.#hash?.digest());
       }
     }
   }
 
-  #finish(): void {
+  #finish(intact: boolean): void {
     const header = this.#header as FrameHeader;
     const payload = this.#payload;
     this.#header = undefined;
     this.#payload = undefined;
-    this.#onFrame(header, payload);
+    this.#hash = undefined;
+    this.#expect = "length";
+    this.#onFrame(header, payload, intact);
   }
 }
 
@@ -98,20 +115,34 @@ export class FrameWriter {
     const json = Buffer.from(JSON.stringify(payload ? { ...header, length: payload.length } : header), "utf8");
     const prefix = Buffer.allocUnsafe(4);
     prefix.writeUInt32LE(json.length, 0);
-    if (!payload || payload.length <= SMALL_FRAME_BYTES) {
+    if (!payload || payload.length === 0) {
+      if (!this.#socket.write(Buffer.concat([prefix, json]))) await drained(this.#socket);
+      return;
+    }
+    const hash = new StreamingChecksum();
+    if (payload.length <= SMALL_FRAME_BYTES) {
       // One write, one packet: small frames are latency, not bandwidth.
-      const ok = this.#socket.write(payload ? Buffer.concat([prefix, json, payload]) : Buffer.concat([prefix, json]));
-      if (!ok) await drained(this.#socket);
+      hash.update(payload);
+      if (!this.#socket.write(Buffer.concat([prefix, json, payload, trailer(hash)]))) await drained(this.#socket);
       return;
     }
     this.#socket.write(prefix);
     let ok = this.#socket.write(json);
     for (let at = 0; at < payload.length; at += SLICE_BYTES) {
       if (!ok) await drained(this.#socket);
-      ok = this.#socket.write(payload.subarray(at, Math.min(payload.length, at + SLICE_BYTES)));
+      const slice = payload.subarray(at, Math.min(payload.length, at + SLICE_BYTES));
+      hash.update(slice);
+      ok = this.#socket.write(slice);
     }
     if (!ok) await drained(this.#socket);
+    if (!this.#socket.write(trailer(hash))) await drained(this.#socket);
   }
+}
+
+function trailer(hash: StreamingChecksum): Buffer {
+  const bytes = Buffer.allocUnsafe(TRAILER_BYTES);
+  bytes.writeBigUInt64LE(hash.digest(), 0);
+  return bytes;
 }
 
 function drained(socket: Socket): Promise<void> {

@@ -1,6 +1,5 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
-import { checksum } from "../checksum.js";
 import { type RegionTable, regionAccess } from "../regions.js";
 import { type FrameHeader, FrameReader, FrameWriter } from "./tcp-frames.js";
 
@@ -58,8 +57,8 @@ export class TcpTransferServer {
       }
       return Buffer.allocUnsafe(header.length ?? 0);
     };
-    const reader = new FrameReader(landing, (header, payload) => {
-      handle(header, payload, handlers, writer).catch((error: unknown) => fail(header.id, error));
+    const reader = new FrameReader(landing, (header, payload, intact) => {
+      handle(header, payload, intact, handlers, writer).catch((error: unknown) => fail(header.id, error));
     });
     socket.on("data", (chunk: Buffer) => {
       try {
@@ -79,6 +78,7 @@ export class TcpTransferServer {
 async function handle(
   header: FrameHeader,
   payload: Buffer | undefined,
+  intact: boolean,
   handlers: TcpServeHandlers,
   writer: FrameWriter,
 ): Promise<void> {
@@ -97,13 +97,13 @@ async function handle(
       bytes = Buffer.allocUnsafe(length);
       await regionAccess(region).readInto(offset, bytes);
     }
-    await writer.send({ op: "data", id: header.id, checksum: checksum(bytes) }, bytes);
+    await writer.send({ op: "data", id: header.id }, bytes);
     return;
   }
   if (header.op === "write") {
     const bytes = payload ?? Buffer.alloc(0);
     const region = handlers.regions.get(String(header.region), offset, bytes.length);
-    if (checksum(bytes) !== header.checksum) {
+    if (!intact) {
       throw new ArmatureError("TRANSFER_CORRUPTED", `checksum mismatch on a write of ${bytes.length} bytes`, { retryable: true });
     }
     if (region.medium === "file") await regionAccess(region).writeFrom(offset, bytes);
