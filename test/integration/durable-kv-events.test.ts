@@ -61,8 +61,9 @@ test("a router that starts late rebuilds its index from the kept KV events witho
     runtime: routerRuntime,
     logger: silentLogger,
     blockSize: 16,
-    recover: async function* () {
+    recover: (workerId) => {
       asked++;
+      throw new Error(`worker ${workerId} was asked for its events`);
     },
   });
   try {
@@ -71,7 +72,11 @@ test("a router that starts late rebuilds its index from the kept KV events witho
       const scores = indexer.findMatches(hashBlocks(prompt(seed), 16).local).scores;
       assert.equal(scores.get(live.id), 6, `prompt ${seed}: its 6 full blocks are on the live worker`);
     }
-    assert.equal(indexer.findMatches(hashBlocks(prompt(4), 16).local).scores.size, 0, "a worker gone before the router started is dropped");
+    assert.equal(
+      indexer.findMatches(hashBlocks(prompt(4), 16).local).scores.size,
+      0,
+      "a worker gone before the router started is dropped",
+    );
     assert.equal(asked, 0, "no worker was asked for its events");
 
     // Live events keep coming after the rebuild, in order.
