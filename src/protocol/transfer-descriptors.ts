@@ -1,10 +1,13 @@
-/** Where a region's bytes live: process memory, or a file (in /dev/shm it is shared memory). */
-export type Medium = "memory" | "file";
+/**
+ * Where a region's bytes live: process memory, a file (in /dev/shm it is shared memory), or an
+ * object (a key in an object store).
+ */
+export type Medium = "memory" | "file" | "object";
 
 /** The mechanisms that move bytes; an agent picks one per transfer from where both sides are. */
-export type BackendName = "memory" | "file" | "shm" | "tcp";
+export type BackendName = "memory" | "file" | "object" | "shm" | "tcp";
 
-export const backendNames: readonly BackendName[] = ["memory", "file", "shm", "tcp"];
+export const backendNames: readonly BackendName[] = ["memory", "file", "object", "shm", "tcp"];
 
 /**
  * Names a byte range of a region registered with an agent, wherever it is. The owner makes

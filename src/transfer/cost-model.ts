@@ -15,6 +15,7 @@ export interface CostModel {
 export const defaultCostModels: Readonly<Record<BackendName, CostModel>> = {
   memory: { alphaMs: 0.005, bytesPerMs: 8e6 },
   file: { alphaMs: 0.05, bytesPerMs: 3e6 },
+  object: { alphaMs: 0.05, bytesPerMs: 3e6 },
   shm: { alphaMs: 0.05, bytesPerMs: 4e6 },
   tcp: { alphaMs: 0.15, bytesPerMs: 2e6 },
 };

@@ -3,5 +3,6 @@ export { type CostModel, defaultCostModels, fitCostModel, transferMs } from "./c
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
 export { backendNames } from "./descriptors.js";
 export { localHostId } from "./host-id.js";
+export { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
 export type { Region } from "./regions.js";
 export { TransferAgent, type TransferAgentOptions, type TransferOptions } from "./transfer-agent.js";

@@ -2,10 +2,18 @@ import { closeSync, existsSync, openSync, readSync, writeSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { ArmatureError } from "../protocol/index.js";
 import type { Medium } from "./descriptors.js";
+import type { ObjectStore } from "./object-store.js";
 
 export type Region =
   | { readonly id: string; readonly medium: "memory"; readonly length: number; readonly buffer: Buffer }
-  | { readonly id: string; readonly medium: "file"; readonly length: number; readonly path: string };
+  | { readonly id: string; readonly medium: "file"; readonly length: number; readonly path: string }
+  | {
+      readonly id: string;
+      readonly medium: "object";
+      readonly length: number;
+      readonly store: ObjectStore;
+      readonly key: string;
+    };
 
 /** The regions one agent registered, and positional reads and writes inside them. */
 export class RegionTable {
@@ -19,6 +27,15 @@ export class RegionTable {
   async registerFile(path: string, options: { id?: string | undefined; length?: number | undefined } = {}): Promise<Region> {
     const length = options.length ?? (await stat(path)).size;
     return this.#add({ id: options.id ?? this.#nextId("file"), medium: "file", length, path });
+  }
+
+  async registerObject(
+    store: ObjectStore,
+    key: string,
+    options: { id?: string | undefined; length?: number | undefined } = {},
+  ): Promise<Region> {
+    const length = options.length ?? (await store.size(key));
+    return this.#add({ id: options.id ?? this.#nextId("obj"), medium: "object", length, store, key });
   }
 
   deregister(id: string): boolean {
@@ -146,8 +163,19 @@ function endedEarly(path: string, end: number): ArmatureError {
   return new ArmatureError("TRANSFER_FAILED", `${path} ended before byte ${end}`);
 }
 
+export function objectAccess(store: ObjectStore, key: string): RangeAccess {
+  return {
+    medium: "object",
+    view: () => undefined,
+    readInto: (offset, target) => store.read(key, offset, target),
+    writeFrom: (offset, source) => store.write(key, offset, source),
+  };
+}
+
 export function regionAccess(region: Region): RangeAccess {
-  return region.medium === "memory" ? memoryAccess(region.buffer) : fileAccess(region.path);
+  if (region.medium === "memory") return memoryAccess(region.buffer);
+  if (region.medium === "file") return fileAccess(region.path);
+  return objectAccess(region.store, region.key);
 }
 
 /** Copies `length` bytes between two accesses, without a staging buffer when either side is memory. */

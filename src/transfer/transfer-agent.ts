@@ -18,6 +18,7 @@ import {
   type TransferResult,
 } from "./descriptors.js";
 import { localHostId } from "./host-id.js";
+import type { ObjectStore } from "./object-store.js";
 import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
 import { createSharedDir, sweepDeadSharedDirs } from "./shared-dir.js";
 
@@ -118,6 +119,11 @@ export class TransferAgent {
 
   registerFile(path: string, options?: { id?: string; length?: number }): Promise<Region> {
     return this.regions.registerFile(path, options);
+  }
+
+  /** Registers an object (a key in an object store) as a region. */
+  registerObject(store: ObjectStore, key: string, options?: { id?: string; length?: number }): Promise<Region> {
+    return this.regions.registerObject(store, key, options);
   }
 
   deregister(id: string): boolean {

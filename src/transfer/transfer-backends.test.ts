@@ -4,7 +4,7 @@ import { transferContract } from "./contracts/transfer-contract.js";
 import { backendNames } from "./descriptors.js";
 import { TransferAgent } from "./transfer-agent.js";
 
-async function pair(remoteMedium: "memory" | "file", placement: "in-process" | "same-host" | "other-host") {
+async function pair(remoteMedium: "memory" | "file" | "object", placement: "in-process" | "same-host" | "other-host") {
   const local = await TransferAgent.create();
   const remote = await TransferAgent.create();
   // Peers added from metadata are reached as remote processes would be.
@@ -25,6 +25,9 @@ transferContract("memory", () => pair("memory", "in-process"));
 transferContract("file", () => pair("file", "in-process"));
 transferContract("shm", () => pair("file", "same-host"));
 transferContract("tcp", () => pair("memory", "other-host"));
+transferContract("object", () => pair("object", "in-process"));
+transferContract("tcp", () => pair("object", "other-host"), "tcp to an object region");
+transferContract("tcp", () => pair("file", "other-host"), "tcp to a file region");
 
 test("calibration measures a positive α and bandwidth for every backend, keeping configured ones", async () => {
   const configured = { alphaMs: 1, bytesPerMs: 1000 };

@@ -106,7 +106,7 @@ async function handle(
     if (!intact) {
       throw new ArmatureError("TRANSFER_CORRUPTED", `checksum mismatch on a write of ${bytes.length} bytes`, { retryable: true });
     }
-    if (region.medium === "file") await regionAccess(region).writeFrom(offset, bytes);
+    if (region.medium !== "memory") await regionAccess(region).writeFrom(offset, bytes);
     await writer.send({ op: "ack", id: header.id });
     return;
   }

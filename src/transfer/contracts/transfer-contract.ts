@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
 import { test } from "node:test";
 import type { BackendName, Medium } from "../descriptors.js";
+import { MemoryObjectStore } from "../object-store.js";
 import type { TransferAgent } from "../transfer-agent.js";
 
 /** Two agents placed so that transfers from `local` to `remote` go over the backend under test. */
@@ -15,17 +16,27 @@ export interface TransferFixture {
 }
 
 let fileSeq = 0;
+const objectStore = new MemoryObjectStore();
 
 /** Registers `bytes` as a region of `agent` in the given medium; returns its id. */
 export async function registerBytes(agent: TransferAgent, medium: Medium, bytes: Buffer): Promise<string> {
   if (medium === "memory") return agent.registerMemory(Buffer.from(bytes)).id;
+  if (medium === "object") {
+    const key = `${agent.name}/contract-${++fileSeq}`;
+    await objectStore.write(key, 0, bytes);
+    return (await agent.registerObject(objectStore, key)).id;
+  }
   const path = agent.sharedPath(`contract-${process.pid}-${++fileSeq}.bin`);
   await writeFile(path, bytes);
   return (await agent.registerFile(path)).id;
 }
 
 /** The behaviour every transfer backend must show. Call inside a test file. */
-export function transferContract(backend: BackendName, makeFixture: () => Promise<TransferFixture>): void {
+export function transferContract(
+  backend: BackendName,
+  makeFixture: () => Promise<TransferFixture>,
+  label: string = backend,
+): void {
   const withFixture = async (body: (f: TransferFixture) => Promise<void>): Promise<void> => {
     const fixture = await makeFixture();
     try {
@@ -35,7 +46,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
     }
   };
 
-  test(`${backend}: read copies remote bytes into local memory`, () =>
+  test(`${label}: read copies remote bytes into local memory`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const bytes = randomBytes(300_000);
       const source = await registerBytes(remote, remoteMedium, bytes);
@@ -46,7 +57,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.ok(landing.medium === "memory" && landing.buffer.equals(bytes));
     }));
 
-  test(`${backend}: write copies local bytes into the remote region`, () =>
+  test(`${label}: write copies local bytes into the remote region`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const bytes = randomBytes(70_000);
       const target = await registerBytes(remote, remoteMedium, Buffer.alloc(bytes.length));
@@ -58,7 +69,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.ok(check.medium === "memory" && check.buffer.equals(bytes));
     }));
 
-  test(`${backend}: one call moves several ranges, each to its place`, () =>
+  test(`${label}: one call moves several ranges, each to its place`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const bytes = randomBytes(4096 * 4);
       const source = await registerBytes(remote, remoteMedium, bytes);
@@ -73,7 +84,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.ok(landing.buffer.subarray(4096).equals(bytes.subarray(4096, 8192)));
     }));
 
-  test(`${backend}: a large transfer arrives whole (8 MiB into a local file)`, () =>
+  test(`${label}: a large transfer arrives whole (8 MiB into a local file)`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const bytes = randomBytes(8 << 20);
       const source = await registerBytes(remote, remoteMedium, bytes);
@@ -84,7 +95,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.ok(check.medium === "memory" && check.buffer.equals(bytes));
     }));
 
-  test(`${backend}: the remote agent is notified once the bytes have moved`, () =>
+  test(`${label}: the remote agent is notified once the bytes have moved`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const source = await registerBytes(remote, remoteMedium, randomBytes(1000));
       const landing = local.registerMemory(Buffer.alloc(1000));
@@ -95,7 +106,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.deepEqual(await heard, [local.name, "done:req-1"]);
     }));
 
-  test(`${backend}: bad descriptors are refused and change nothing`, () =>
+  test(`${label}: bad descriptors are refused and change nothing`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const source = await registerBytes(remote, remoteMedium, randomBytes(1000));
       const landing = local.registerMemory(Buffer.alloc(2000));
@@ -105,7 +116,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       assert.ok(landing.medium === "memory" && landing.buffer.equals(Buffer.alloc(2000)));
     }));
 
-  test(`${backend}: a freed remote region fails the transfer with TRANSFER_FAILED`, () =>
+  test(`${label}: a freed remote region fails the transfer with TRANSFER_FAILED`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const source = await registerBytes(remote, remoteMedium, randomBytes(1000));
       const desc = remote.describe(source);
@@ -116,7 +127,7 @@ export function transferContract(backend: BackendName, makeFixture: () => Promis
       await assert.rejects(local.read([local.describe(landing.id)], [desc]), { code: "TRANSFER_FAILED" });
     }));
 
-  test(`${backend}: an aborted transfer rejects as cancelled`, () =>
+  test(`${label}: an aborted transfer rejects as cancelled`, () =>
     withFixture(async ({ local, remote, remoteMedium }) => {
       const source = await registerBytes(remote, remoteMedium, randomBytes(1000));
       const landing = local.registerMemory(Buffer.alloc(1000));
