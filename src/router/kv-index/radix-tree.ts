@@ -40,7 +40,9 @@ export class RadixTree {
   readonly #workerIds: string[] = [];
   readonly #workerIndex = new Map<string, number>();
   readonly #blockCounts: number[] = [];
-  readonly #treeSizes = new Map<string, number>();
+  /** Per-worker block counts as a Map, rebuilt for `findMatches` only after they changed. */
+  #treeSizes = new Map<string, number>();
+  #treeSizesStale = false;
   readonly #children = new TripleKeyTable(1024);
   readonly #lookup = new TripleKeyTable(1024);
   #parent = new Int32Array(1024);
@@ -120,7 +122,7 @@ export class RadixTree {
       this.#dropHolder(entries[i + 2] as number, w);
     }
     this.#blockCounts[w] = 0;
-    this.#treeSizes.delete(workerId);
+    this.#treeSizesStale = true;
   }
 
   /** Walks the query's local hashes from the root; a worker drops out at the first block it lacks. */
@@ -144,7 +146,7 @@ export class RadixTree {
       node = child;
     }
     for (const w of active) scores.set(this.#workerIds[w] as string, depth);
-    return { scores, treeSizes: this.#treeSizes };
+    return { scores, treeSizes: this.#currentTreeSizes() };
   }
 
   /** Blocks a worker holds. */
@@ -176,11 +178,19 @@ export class RadixTree {
   }
 
   #setCount(w: number, delta: number): void {
-    const count = (this.#blockCounts[w] as number) + delta;
-    this.#blockCounts[w] = count;
-    const id = this.#workerIds[w] as string;
-    if (count > 0) this.#treeSizes.set(id, count);
-    else this.#treeSizes.delete(id);
+    this.#blockCounts[w] = (this.#blockCounts[w] as number) + delta;
+    this.#treeSizesStale = true;
+  }
+
+  #currentTreeSizes(): Map<string, number> {
+    if (this.#treeSizesStale) {
+      // A new Map each time: callers may still hold the previous one.
+      const sizes = new Map<string, number>();
+      for (const [w, count] of this.#blockCounts.entries()) if (count > 0) sizes.set(this.#workerIds[w] as string, count);
+      this.#treeSizes = sizes;
+      this.#treeSizesStale = false;
+    }
+    return this.#treeSizes;
   }
 
   #holdersOf(node: number): number[] {
