@@ -58,6 +58,9 @@ export class RadixTree {
   /** Per-worker marks for intersecting holders in `findMatches`. */
   #marks = new Int32Array(64);
   #epoch = 0;
+  #scratchHi = new Uint32Array(128);
+  #scratchLo = new Uint32Array(128);
+
 
   /**
    * Stores a chain of blocks for `workerId` under the block named by `parentHash` (the root when
@@ -72,9 +75,11 @@ export class RadixTree {
       node = this.#lookup.get(w, HI, LO);
       if (node === NONE) return "parent_block_not_found";
     }
-    if (!distinct(event.parentHash, event.blocks)) return "invalid_block";
-    for (const block of event.blocks) {
-      split(block.tokensHash);
+    const blocks = event.blocks;
+    const halves = this.#splitBlockHashes(blocks);
+    if (!distinct(event.parentHash, blocks, halves)) return "invalid_block";
+    for (let i = 0; i < blocks.length; i++) {
+      split((blocks[i] as KvBlockStored["blocks"][number]).tokensHash);
       let child = this.#children.get(node, HI, LO);
       if (child === NONE) {
         child = this.#newNode(node, HI, LO);
@@ -82,8 +87,7 @@ export class RadixTree {
         this.#childCount[node] = (this.#childCount[node] as number) + 1;
       }
       this.#addHolder(child, w);
-      split(block.blockHash);
-      const previous = this.#lookup.put(w, HI, LO, child);
+      const previous = this.#lookup.put(w, halves.hi[i] as number, halves.lo[i] as number, child);
       if (previous === NONE) this.#setCount(w, 1);
       else if (previous !== child) this.#dropHolder(previous, w);
       node = child;
@@ -159,6 +163,20 @@ export class RadixTree {
   get footprint(): { nodes: number; bytes: number } {
     const arrays = this.#parent.byteLength * 5;
     return { nodes: this.#nodes - this.#free.length, bytes: arrays + this.#children.bytes + this.#lookup.bytes };
+  }
+
+  /** The block hashes of an event as u32 halves, in reused scratch arrays. */
+  #splitBlockHashes(blocks: KvBlockStored["blocks"]): { hi: Uint32Array; lo: Uint32Array } {
+    if (this.#scratchHi.length < blocks.length) {
+      this.#scratchHi = new Uint32Array(blocks.length * 2);
+      this.#scratchLo = new Uint32Array(blocks.length * 2);
+    }
+    for (let i = 0; i < blocks.length; i++) {
+      split((blocks[i] as KvBlockStored["blocks"][number]).blockHash);
+      this.#scratchHi[i] = HI;
+      this.#scratchLo[i] = LO;
+    }
+    return { hi: this.#scratchHi, lo: this.#scratchLo };
   }
 
   #intern(workerId: string): number {
@@ -307,24 +325,17 @@ export class RadixTree {
 }
 
 /** No block hash repeats within the event, and none names the event's parent. */
-function distinct(parentHash: bigint | null, blocks: KvBlockStored["blocks"]): boolean {
-  if (blocks.length <= 16) {
-    for (let i = 0; i < blocks.length; i++) {
-      const hash = (blocks[i] as KvBlockStored["blocks"][number]).blockHash;
-      if (hash === parentHash) return false;
-      for (let j = i + 1; j < blocks.length; j++)
-        if ((blocks[j] as KvBlockStored["blocks"][number]).blockHash === hash) return false;
-    }
-    return true;
+function distinct(
+  parentHash: bigint | null,
+  blocks: KvBlockStored["blocks"],
+  halves: { hi: Uint32Array; lo: Uint32Array },
+): boolean {
+  if (parentHash !== null) for (const block of blocks) if (block.blockHash === parentHash) return false;
+  if (blocks.length < 2) return true;
+  // Sorted low halves side by side; an equal pair is checked in full (hashes are XXH3: rare).
+  const lows = halves.lo.slice(0, blocks.length).sort();
+  for (let i = 1; i < lows.length; i++) {
+    if (lows[i] === lows[i - 1]) return new Set(blocks.map((b) => b.blockHash)).size === blocks.length;
   }
-  // Low halves first (cheap number keys); an equal low half is checked in full.
-  const lows = new Set<number>();
-  let suspect = false;
-  for (const block of blocks) {
-    if (block.blockHash === parentHash) return false;
-    split(block.blockHash);
-    if (lows.has(LO)) suspect = true;
-    lows.add(LO);
-  }
-  return !suspect || new Set(blocks.map((b) => b.blockHash)).size === blocks.length;
+  return true;
 }
