@@ -14,7 +14,7 @@ import {
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
-       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS]
+       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]`;
 
@@ -51,6 +51,7 @@ export async function replayCommand(
       "transfer-gbps": { type: "string", default: "2" },
       "transfer-alpha-ms": { type: "string", default: "0.15" },
       "kv-bytes-per-token": { type: "string", default: "131072" },
+      "kv-overlap-weight": { type: "string", default: "1" },
     },
   });
   const path = positionals[0];
@@ -100,6 +101,7 @@ export async function replayCommand(
       trace,
       policy,
       workers,
+      overlapWeight: number("kv-overlap-weight", values["kv-overlap-weight"], 0),
       ...disaggregation,
       slo,
       speedup,

@@ -49,6 +49,8 @@ export interface ServeOptions {
   readonly transferAdvertiseHost: string | undefined;
   /** Keep KV events in JetStream so a router that starts late rebuilds its index from them. */
   readonly durableKvEvents: boolean;
+  /** KV router: weight of prefill work against decode load in the cost (Dynamo's default 1). */
+  readonly kvOverlapWeight: number | undefined;
 }
 
 interface Setting {
@@ -145,6 +147,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_DISAGG_MAX_PREFILL_QUEUE",
     help: "prefill on the decode worker while prefill workers hold this many requests each (default unlimited)",
   },
+  "kv-overlap-weight": {
+    type: "number",
+    env: "ARMATURE_KV_OVERLAP_WEIGHT",
+    help: "kv router: weight of prefill work against decode load in the cost (default 1, Dynamo's)",
+  },
   "durable-kv-events": {
     type: "string",
     env: "ARMATURE_DURABLE_KV_EVENTS",
@@ -238,6 +245,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     transferHost: str("transfer-host"),
     transferAdvertiseHost: str("transfer-advertise-host"),
     durableKvEvents: str("durable-kv-events") === "on",
+    kvOverlapWeight: num("kv-overlap-weight", false, 0),
   };
 }
 

@@ -38,6 +38,8 @@ export interface ReplayOptions {
   /** Tokens per trace hash id. Default 512. */
   readonly traceBlockSize?: number;
   readonly timing?: TimingModel;
+  /** KV policy's weight of prefill work against decode load (aggregated pools). Default 1 (Dynamo's). */
+  readonly overlapWeight?: number;
   /** Targets for goodput (requests meeting every target per second). */
   readonly slo?: ServiceLevel;
   /** Seeds every random choice. Default 1. */
@@ -98,7 +100,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     ...common,
     role: disaggregated ? "decode" : "aggregated",
     count: decodeCount,
-    overlapWeight: disaggregated ? 0 : 1,
+    overlapWeight: disaggregated ? 0 : (options.overlapWeight ?? 1),
   });
   const recorder = new ReplayRecorder(options.slo ?? {}, options.ttftSink);
   const model = {
