@@ -153,6 +153,16 @@ export class RadixTree {
     return { scores, treeSizes: this.#currentTreeSizes() };
   }
 
+  /**
+   * Sizes the tables and node arrays for `blocks` indexed blocks at once, so a router that knows
+   * its fleet's KV capacity (from the model cards) never rehashes millions of entries while serving.
+   */
+  reserve(blocks: number): void {
+    this.#children.reserve(blocks);
+    this.#lookup.reserve(blocks);
+    while (this.#parent.length < blocks + 1) this.#growNodes();
+  }
+
   /** Blocks a worker holds. */
   blockCount(workerId: string): number {
     const w = this.#workerIndex.get(workerId);

@@ -114,10 +114,21 @@ export class TripleKeyTable {
     }
   }
 
+  /** Grows now, once, to hold `entries` without growing again. */
+  reserve(entries: number): void {
+    let capacity = this.#mask + 1;
+    while (entries * 2 > capacity) capacity *= 2;
+    if (capacity > this.#mask + 1) this.#rehash(capacity);
+  }
+
   #grow(): void {
+    this.#rehash((this.#mask + 1) * 2);
+  }
+
+  #rehash(capacity: number): void {
     const old = this.#slots;
-    this.#slots = new Int32Array(old.length * 2).fill(EMPTY);
-    this.#mask = (this.#mask + 1) * 2 - 1;
+    this.#slots = new Int32Array(capacity * STRIDE).fill(EMPTY);
+    this.#mask = capacity - 1;
     this.#size = 0;
     for (let at = 0; at < old.length; at += STRIDE) {
       const key = old[at] as number;
