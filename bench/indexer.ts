@@ -65,8 +65,12 @@ const removeSeconds = (performance.now() - removeStart) / 1000;
 
 console.log("| measure | value | goal |");
 console.log("|---|---:|---:|");
-console.log(`| stored blocks applied per second, from empty | ${Math.round(BLOCKS / applySeconds).toLocaleString()} | 2,000,000 |`);
-console.log(`| stored blocks applied per second, tables sized | ${Math.round(BLOCKS / sizedSeconds).toLocaleString()} | 2,000,000 |`);
+console.log(
+  `| stored blocks applied per second, from empty | ${Math.round(BLOCKS / applySeconds).toLocaleString()} | 2,000,000 |`,
+);
+console.log(
+  `| stored blocks applied per second, tables sized | ${Math.round(BLOCKS / sizedSeconds).toLocaleString()} | 2,000,000 |`,
+);
 console.log(`| removed blocks applied per second | ${Math.round(BLOCKS / 2 / removeSeconds).toLocaleString()} | 2,000,000 |`);
 console.log(`| findMatches p50 / p99 (64-block query, µs) | ${match.p50.toFixed(1)} / ${match.p99.toFixed(1)} | p99 ≤ 50 |`);
 console.log(

@@ -84,7 +84,11 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
   const indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
   const index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   await indexer?.ready;
-  const registration = await serveRouteQueries(runtime, kvPolicy({ indexer: index, blockSize, activeLoad, overlapWeight: options.kvOverlapWeight }), workers);
+  const registration = await serveRouteQueries(
+    runtime,
+    kvPolicy({ indexer: index, blockSize, activeLoad, overlapWeight: options.kvOverlapWeight }),
+    workers,
+  );
   out(`armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${options.bus}\n`);
   await untilSignal(logger);
   await registration.close();

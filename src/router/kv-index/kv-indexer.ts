@@ -47,6 +47,8 @@ export class KvIndexer {
   readonly recoveries = { started: 0, failed: 0 };
   /** Resolves once kept events (a durable log) are applied; at once without one. */
   readonly ready: Promise<void>;
+  /** KV capacity of the workers seen, to size the index's tables ahead of their events. */
+  readonly #capacities = new Map<string, number>();
   /** Live batches that arrive while the kept ones are read, applied after them. */
   #live: KvEventBatch[] | undefined;
 
@@ -74,6 +76,7 @@ export class KvIndexer {
         }),
         runtime.discovery.watch((event) => {
           if (event.type === "instance-removed") this.removeWorker(event.instanceId);
+          else this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
         }),
       );
     }
@@ -175,6 +178,17 @@ export class KvIndexer {
       { workerId: load.workerId, quietMs: Math.round(quietMs), activeRequests: load.activeRequests },
       "worker is serving requests but its KV events stopped arriving; routing to it works from stale cache state. Check the worker's event publishing, or run the router with --kv-events off",
     );
+  }
+
+  /**
+   * Sizes the tree for the fleet's KV capacity as workers join (up to 2^20 blocks, ~100 MB), so
+   * tables do not rehash millions of entries while events stream in.
+   */
+  #reserveFor(workerId: string, blocks: number): void {
+    this.#capacities.set(workerId, blocks);
+    let total = 0;
+    for (const capacity of this.#capacities.values()) total += capacity;
+    this.tree.reserve(Math.min(total, 1 << 20));
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {

@@ -105,3 +105,18 @@ test("long sequences match to their full depth", () => {
   assert.deepEqual(query(tree, locals), { w0: 130 });
   assert.deepEqual(query(tree, [...locals.slice(0, 65), 0]), { w0: 65 });
 });
+
+test("a tree sized ahead answers as one that grew", () => {
+  const grown = new RadixTree();
+  const sized = new RadixTree();
+  sized.reserve(50_000);
+  for (let s = 0; s < 300; s++) {
+    const locals = Array.from({ length: 40 }, (_, i) => s * 1000 + i + 1);
+    store(grown, `w${s % 7}`, locals);
+    store(sized, `w${s % 7}`, locals);
+  }
+  const q = Array.from({ length: 40 }, (_, i) => 5000 + i + 1);
+  assert.deepEqual(query(sized, q), query(grown, q));
+  assert.deepEqual(query(sized, q), { w5: 40 });
+  assert.equal(sized.blockCount("w3"), grown.blockCount("w3"));
+});

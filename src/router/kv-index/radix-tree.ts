@@ -61,7 +61,6 @@ export class RadixTree {
   #scratchHi = new Uint32Array(128);
   #scratchLo = new Uint32Array(128);
 
-
   /**
    * Stores a chain of blocks for `workerId` under the block named by `parentHash` (the root when
    * null). Fails, changing nothing, when the parent is unknown for that worker or a block hash
