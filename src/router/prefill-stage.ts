@@ -12,6 +12,12 @@ export type PrefillOutcome =
   | "local_prefill_failed"
   | "ended_in_prefill";
 
+/** What a remote prefill gave: where the KV waits (or the request's end), and who computed it. */
+export type RemotePrefill = { readonly prefillWorkerId: string; readonly overlapBlocks: number | undefined } & (
+  | { readonly handoff: KvHandoff; readonly end?: undefined }
+  | { readonly end: RequestEnd }
+);
+
 export interface PrefillStageOptions {
   /** Routes among the prefill workers only (`roles: ["prefill"]`), KV-aware. */
   readonly router: Router;
@@ -50,12 +56,7 @@ export class PrefillStage {
    * The handoff, or the request's end when generation ended before a first token (an end-of-sequence
    * token came first), or nothing when the decode worker should prefill.
    */
-  async run(
-    request: GenerateRequest,
-    signal: AbortSignal,
-  ): Promise<
-    { prefillWorkerId: string; handoff: KvHandoff; end?: undefined } | { prefillWorkerId: string; end: RequestEnd } | undefined
-  > {
+  async run(request: GenerateRequest, signal: AbortSignal): Promise<RemotePrefill | undefined> {
     const outcome = this.#localReason(request);
     if (outcome) {
       this.#o.onOutcome?.(outcome);
@@ -73,10 +74,10 @@ export class PrefillStage {
       const handoff = end.kvHandoff;
       if (!handoff) {
         this.#o.onOutcome?.("ended_in_prefill");
-        return { prefillWorkerId: call.workerId, end: { ...end, kvHandoff: undefined } };
+        return { prefillWorkerId: call.workerId, overlapBlocks: call.overlapBlocks, end: { ...end, kvHandoff: undefined } };
       }
       this.#o.onOutcome?.("remote");
-      return { handoff, prefillWorkerId: call.workerId };
+      return { handoff, prefillWorkerId: call.workerId, overlapBlocks: call.overlapBlocks };
     } catch (error) {
       if (signal.aborted) throw error;
       // The prefill worker died, drained or refused: the decode worker prefills instead.

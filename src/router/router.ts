@@ -135,7 +135,7 @@ export class Router {
         return {
           workerId: staged.prefillWorkerId,
           prefillWorkerId: staged.prefillWorkerId,
-          overlapBlocks: undefined,
+          overlapBlocks: staged.overlapBlocks,
           stream: once(end),
         };
       }
@@ -144,7 +144,13 @@ export class Router {
         // The KV arrives with the request: the decode worker is chosen by load alone.
         const call = await this.route(decode, { ...options, overrides: { ...options.overrides, overlapWeight: 0 } });
         const onEnd = this.#prefill.onDecodeEnd;
-        return { ...call, prefillWorkerId: staged.prefillWorkerId, stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream };
+        // The prompt's cache hits happened on the prefill worker.
+        return {
+          ...call,
+          prefillWorkerId: staged.prefillWorkerId,
+          overlapBlocks: staged.overlapBlocks,
+          stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream,
+        };
       }
     }
     if (candidates.length === 0) {
