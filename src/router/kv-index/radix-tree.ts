@@ -14,6 +14,19 @@ export interface OverlapScores {
 
 const ROOT = 0;
 const NONE = -1;
+/** Fields of a node record. */
+const PARENT = 0;
+const TOK_HI = 1;
+const TOK_LO = 2;
+const CHILDREN = 3;
+const HOLDER = 4;
+const FIELDS = 5;
+
+function newNodeRecords(nodes: number): Int32Array {
+  const records = new Int32Array(nodes * FIELDS);
+  for (let at = HOLDER; at < records.length; at += FIELDS) records[at] = NONE;
+  return records;
+}
 
 /** u64 → two u32 halves without allocating (one scratch buffer). */
 const scratch = new DataView(new ArrayBuffer(8));
@@ -45,12 +58,11 @@ export class RadixTree {
   #treeSizesStale = false;
   readonly #children = new TripleKeyTable(1024);
   readonly #lookup = new TripleKeyTable(1024);
-  #parent = new Int32Array(1024);
-  #tokHi = new Uint32Array(1024);
-  #tokLo = new Uint32Array(1024);
-  #childCount = new Int32Array(1024);
-  /** First holder of a node, or NONE; further holders in `#moreHolders`. */
-  #holder = new Int32Array(1024).fill(NONE);
+  /**
+   * Node records side by side (one cache line holds a node): parent, tokens hash halves, child
+   * count, and first holder (NONE when none; further holders in `#moreHolders`).
+   */
+  #node = newNodeRecords(1024);
   readonly #moreHolders = new Map<number, number[]>();
   /** Nodes no worker holds and no table references, ready for reuse. */
   readonly #free: number[] = [];
@@ -83,7 +95,7 @@ export class RadixTree {
       if (child === NONE) {
         child = this.#newNode(node, HI, LO);
         this.#children.set(node, HI, LO, child);
-        this.#childCount[node] = (this.#childCount[node] as number) + 1;
+        this.#node[node * FIELDS + CHILDREN] = (this.#node[node * FIELDS + CHILDREN] as number) + 1;
       }
       this.#addHolder(child, w);
       const previous = this.#lookup.put(w, halves.hi[i] as number, halves.lo[i] as number, child);
@@ -159,7 +171,7 @@ export class RadixTree {
   reserve(blocks: number): void {
     this.#children.reserve(blocks);
     this.#lookup.reserve(blocks);
-    while (this.#parent.length < blocks + 1) this.#growNodes();
+    while (this.#node.length < (blocks + 1) * FIELDS) this.#growNodes();
   }
 
   /** Blocks a worker holds. */
@@ -170,7 +182,7 @@ export class RadixTree {
 
   /** Nodes in the tree and bytes of its typed arrays and tables (for benchmarks). */
   get footprint(): { nodes: number; bytes: number } {
-    const arrays = this.#parent.byteLength * 5;
+    const arrays = this.#node.byteLength;
     return { nodes: this.#nodes - this.#free.length, bytes: arrays + this.#children.bytes + this.#lookup.bytes };
   }
 
@@ -221,7 +233,7 @@ export class RadixTree {
   }
 
   #holdersOf(node: number): number[] {
-    const first = this.#holder[node] as number;
+    const first = this.#node[node * FIELDS + HOLDER] as number;
     if (first === NONE) return [];
     const more = this.#moreHolders.get(node);
     return more ? [first, ...more] : [first];
@@ -236,7 +248,7 @@ export class RadixTree {
 
   /** The workers of `active` that also hold `node`. */
   #intersect(active: readonly number[], node: number): number[] {
-    const first = this.#holder[node] as number;
+    const first = this.#node[node * FIELDS + HOLDER] as number;
     if (first === NONE) return [];
     const more = this.#moreHolders.get(node);
     if (!more) return active.includes(first) ? [first] : [];
@@ -248,9 +260,9 @@ export class RadixTree {
   }
 
   #addHolder(node: number, w: number): void {
-    const first = this.#holder[node] as number;
+    const first = this.#node[node * FIELDS + HOLDER] as number;
     if (first === NONE) {
-      this.#holder[node] = w;
+      this.#node[node * FIELDS + HOLDER] = w;
       return;
     }
     if (first === w) return;
@@ -261,17 +273,17 @@ export class RadixTree {
 
   #dropHolder(node: number, w: number): void {
     const more = this.#moreHolders.get(node);
-    if (this.#holder[node] === w) {
+    if (this.#node[node * FIELDS + HOLDER] === w) {
       if (more) {
-        this.#holder[node] = more.pop() as number;
+        this.#node[node * FIELDS + HOLDER] = more.pop() as number;
         if (more.length === 0) this.#moreHolders.delete(node);
-      } else this.#holder[node] = NONE;
+      } else this.#node[node * FIELDS + HOLDER] = NONE;
     } else if (more) {
       const at = more.indexOf(w);
       if (at >= 0) more.splice(at, 1);
       if (more.length === 0) this.#moreHolders.delete(node);
     }
-    if (this.#holder[node] === NONE) this.#detach(node);
+    if (this.#node[node * FIELDS + HOLDER] === NONE) this.#detach(node);
   }
 
   /**
@@ -279,19 +291,19 @@ export class RadixTree {
    * matching), and is recycled once no child hangs below it, its parent too when that empties it.
    */
   #detach(node: number): void {
-    for (let n = node; n !== ROOT && this.#holder[n] === NONE; ) {
-      const parent = this.#parent[n] as number;
+    for (let n = node; n !== ROOT && this.#node[n * FIELDS + HOLDER] === NONE; ) {
+      const parent = this.#node[n * FIELDS + PARENT] as number;
       if (parent === NONE) {
         // Already detached: recycle once its last child has gone.
-        if (this.#childCount[n] === 0) this.#recycle(n);
+        if (this.#node[n * FIELDS + CHILDREN] === 0) this.#recycle(n);
         return;
       }
-      this.#children.delete(parent, this.#tokHi[n] as number, this.#tokLo[n] as number);
-      this.#parent[n] = NONE;
-      this.#childCount[parent] = (this.#childCount[parent] as number) - 1;
-      if (this.#childCount[n] === 0) this.#recycle(n);
+      this.#children.delete(parent, this.#node[n * FIELDS + TOK_HI] as number, this.#node[n * FIELDS + TOK_LO] as number);
+      this.#node[n * FIELDS + PARENT] = NONE;
+      this.#node[parent * FIELDS + CHILDREN] = (this.#node[parent * FIELDS + CHILDREN] as number) - 1;
+      if (this.#node[n * FIELDS + CHILDREN] === 0) this.#recycle(n);
       // A detached parent whose last child just went can be recycled too.
-      if (parent !== ROOT && this.#parent[parent] === NONE && this.#holder[parent] === NONE && this.#childCount[parent] === 0) {
+      if (parent !== ROOT && this.#node[parent * FIELDS + PARENT] === NONE && this.#node[parent * FIELDS + HOLDER] === NONE && this.#node[parent * FIELDS + CHILDREN] === 0) {
         this.#recycle(parent);
       }
       return;
@@ -299,7 +311,7 @@ export class RadixTree {
   }
 
   #recycle(node: number): void {
-    this.#childCount[node] = 0;
+    this.#node[node * FIELDS + CHILDREN] = 0;
     this.#free.push(node);
   }
 
@@ -307,29 +319,22 @@ export class RadixTree {
     let node = this.#free.pop();
     if (node === undefined) {
       node = this.#nodes++;
-      if (node >= this.#parent.length) this.#growNodes();
+      if ((node + 1) * FIELDS > this.#node.length) this.#growNodes();
     }
-    this.#parent[node] = parent;
-    this.#tokHi[node] = hi;
-    this.#tokLo[node] = lo;
-    this.#childCount[node] = 0;
-    this.#holder[node] = NONE;
+    const at = node * FIELDS;
+    const records = this.#node;
+    records[at + PARENT] = parent;
+    records[at + TOK_HI] = hi;
+    records[at + TOK_LO] = lo;
+    records[at + CHILDREN] = 0;
+    records[at + HOLDER] = NONE;
     return node;
   }
 
   #growNodes(): void {
-    const size = this.#parent.length * 2;
-    const grow = <T extends Int32Array | Uint32Array>(old: T, make: (n: number) => T, fill?: number): T => {
-      const next = make(size);
-      if (fill !== undefined) next.fill(fill);
-      next.set(old);
-      return next;
-    };
-    this.#parent = grow(this.#parent, (n) => new Int32Array(n));
-    this.#tokHi = grow(this.#tokHi, (n) => new Uint32Array(n));
-    this.#tokLo = grow(this.#tokLo, (n) => new Uint32Array(n));
-    this.#childCount = grow(this.#childCount, (n) => new Int32Array(n));
-    this.#holder = grow(this.#holder, (n) => new Int32Array(n), NONE);
+    const grown = newNodeRecords((this.#node.length / FIELDS) * 2);
+    grown.set(this.#node);
+    this.#node = grown;
   }
 }
 
