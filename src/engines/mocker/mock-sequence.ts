@@ -86,9 +86,13 @@ export class MockSequence {
     return done;
   }
 
-  /** Returns every block to the cache (full blocks stay cached, evictable). */
+  /**
+   * Returns every block to the cache (full blocks stay cached, evictable), last block first, as
+   * vLLM frees them: LRU then evicts a sequence's tail before its head, so the prefix other
+   * requests share survives longest.
+   */
   releaseBlocks(blocks: BlockManager): void {
-    for (const hash of this.#fullBlocks) blocks.release(hash);
+    for (let i = this.#fullBlocks.length - 1; i >= 0; i--) blocks.release(this.#fullBlocks[i] as bigint);
     this.#fullBlocks.length = 0;
     if (this.#holdsPartial) blocks.releasePartial();
     this.#holdsPartial = false;

@@ -81,7 +81,7 @@ test("a prompt longer than the token budget is prefilled in chunks", async () =>
   assert.equal(firstTokenAt, 40, "30 tokens / 8 per step = 4 steps of 10 ms");
 });
 
-test("unused blocks are evicted least recently used first", async () => {
+test("unused blocks are evicted least recently used first, a sequence's tail before its head (as vLLM frees them)", async () => {
   const { engine, clock, events } = setup({ kvBlocks: 4 });
   const a = prompt(9);
   await run(engine, clock, request(a, 1));
@@ -91,7 +91,7 @@ test("unused blocks are evicted least recently used first", async () => {
     .filter((e) => e.type === "kv-block-stored")
     .slice(0, 2)
     .flatMap((e) => e.blocks.map((b) => b.blockHash));
-  assert.deepEqual(removed, storedA);
+  assert.deepEqual(removed, [...storedA].reverse());
 });
 
 test("stored events carry each block's local token hash, Dynamo's tree key", async () => {
