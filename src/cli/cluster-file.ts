@@ -14,6 +14,8 @@ export interface ClusterFile {
   readonly frontend: Readonly<Record<string, string | number | boolean>>;
   /** Worker processes: `count` of each, with flags of `armature worker`. */
   readonly workers: readonly (Readonly<Record<string, string | number | boolean>> & { readonly count?: number })[];
+  /** `armature router` processes (`count` of them) with their flags; frontends use them with `router: remote`. */
+  readonly routers?: (Readonly<Record<string, string | number | boolean>> & { readonly count?: number }) | undefined;
 }
 
 /** Reads and checks a cluster file; errors name the file and the key at fault. */
@@ -35,6 +37,11 @@ export async function loadClusterFile(path: string): Promise<ClusterFile> {
   for (const [i, w] of (file.workers ?? []).entries()) {
     if (w === null || typeof w !== "object") fail(`workers[${i}] must be a mapping of worker flags`);
   }
+  if (file.routers !== undefined && (file.routers === null || typeof file.routers !== "object" || Array.isArray(file.routers))) {
+    fail("routers: must be a mapping of router flags (count: N for several)");
+  }
+  if (file.frontend?.router === "remote" && !file.routers)
+    fail("frontend router: remote needs routers: (armature router processes)");
   return { frontend: {}, ...file } as ClusterFile;
 }
 

@@ -83,8 +83,13 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
       for (let i = 0; i < (entry.count ?? 1); i++)
         start(`worker-${++n}`, process.execPath, [BIN, "worker", ...links, ...toFlags(entry)]);
     }
+    const routers = cluster.routers ? (cluster.routers.count ?? 1) : 0;
+    for (let i = 1; i <= routers; i++) {
+      start(`router-${i}`, process.execPath, [BIN, "router", ...links, ...toFlags(cluster.routers ?? {})]);
+    }
     start("frontend", process.execPath, [BIN, "frontend", ...links, ...toFlags(cluster.frontend)]);
-    out(`armature up: ${n} worker process${n === 1 ? "" : "es"} and a frontend; Ctrl-C stops everything\n`);
+    const routerNote = routers > 0 ? `, ${routers} router${routers === 1 ? "" : "s"}` : "";
+    out(`armature up: ${n} worker process${n === 1 ? "" : "es"}${routerNote} and a frontend; Ctrl-C stops everything\n`);
     await untilSignal(createLogger({ level: "warn" }));
   } finally {
     // Frontend first, then workers (they drain), then the servers they use.
@@ -98,8 +103,9 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
   return 0;
 }
 
+/** Stop order: frontends, then routers and workers (workers drain), then nats and etcd. */
 function rank(name: string): number {
-  return name === "frontend" ? 0 : name.startsWith("worker") ? 1 : 2;
+  return name === "frontend" ? 0 : name.startsWith("worker") || name.startsWith("router") ? 1 : 2;
 }
 
 async function stop(child: ChildProcess): Promise<void> {

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import OpenAI from "openai";
 import { freePort } from "../helpers/nats-server.js";
 
-test("armature up starts nats, etcd, workers and a frontend from a cluster file, and Ctrl-C stops them all", async () => {
+test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all", async () => {
   const [natsPort, etcdPort, etcdPeer, httpPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
   const file = join(dir, "cluster.yaml");
@@ -19,6 +19,9 @@ test("armature up starts nats, etcd, workers and a frontend from a cluster file,
       `etcd: { port: ${etcdPort}, peerPort: ${etcdPeer} }`,
       "frontend:",
       `  port: ${httpPort}`,
+      "  router: remote",
+      "  log-level: warn",
+      "routers:",
       "  log-level: warn",
       "workers:",
       "  - engine: mocker",
@@ -46,6 +49,7 @@ test("armature up starts nats, etcd, workers and a frontend from a cluster file,
     assert.equal(result.choices.length, 1);
     assert.match(output, /\[worker-1\] armature worker/);
     assert.match(output, /\[worker-2\] armature worker/);
+    assert.match(output, /\[router-1\] armature router/);
   } finally {
     up.kill("SIGINT");
     const [code] = await once(up, "exit");

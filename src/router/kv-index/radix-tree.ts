@@ -303,7 +303,12 @@ export class RadixTree {
       this.#node[parent * FIELDS + CHILDREN] = (this.#node[parent * FIELDS + CHILDREN] as number) - 1;
       if (this.#node[n * FIELDS + CHILDREN] === 0) this.#recycle(n);
       // A detached parent whose last child just went can be recycled too.
-      if (parent !== ROOT && this.#node[parent * FIELDS + PARENT] === NONE && this.#node[parent * FIELDS + HOLDER] === NONE && this.#node[parent * FIELDS + CHILDREN] === 0) {
+      if (
+        parent !== ROOT &&
+        this.#node[parent * FIELDS + PARENT] === NONE &&
+        this.#node[parent * FIELDS + HOLDER] === NONE &&
+        this.#node[parent * FIELDS + CHILDREN] === 0
+      ) {
         this.#recycle(parent);
       }
       return;
