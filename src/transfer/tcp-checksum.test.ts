@@ -55,3 +55,20 @@ test("without retries a corrupted transfer fails with TRANSFER_CORRUPTED", async
     code: "TRANSFER_CORRUPTED",
   });
 });
+
+test("an agent bound to every interface advertises an address peers can dial, and is reached there", async () => {
+  const remote = await TransferAgent.create({ host: "0.0.0.0" });
+  const local = await TransferAgent.create();
+  try {
+    assert.notEqual(remote.metadata.address.host, "0.0.0.0");
+    local.addRemote({ ...remote.metadata, hostId: "another-host" }, { forceRemote: true });
+    const source = remote.registerMemory(Buffer.from("over the advertised address"));
+    const landing = local.registerMemory(Buffer.alloc(source.length));
+    const result = await local.read([local.describe(landing.id)], [remote.describe(source.id)]);
+    assert.equal(result.backend, "tcp");
+    assert.ok(landing.medium === "memory" && landing.buffer.toString() === "over the advertised address");
+  } finally {
+    await local.close();
+    await remote.close();
+  }
+});

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { chooseBackend } from "./backend-choice.js";
@@ -84,7 +84,7 @@ export class TransferAgent {
     this.sharedDir = sharedDir;
     this.#server = server;
     this.#costs = { ...defaultCostModels, ...options.costModels };
-    const host = options.advertiseHost ?? options.host ?? "127.0.0.1";
+    const host = options.advertiseHost ?? advertisedAddress(options.host ?? "127.0.0.1");
     this.#metadata = { name, hostId: options.hostId ?? localHostId(), address: { host, port: server.port } };
   }
 
@@ -383,4 +383,13 @@ export class TransferAgent {
   #deliver(from: string, message: string): void {
     for (const listener of this.#listeners) listener(from, message);
   }
+}
+
+/** The address peers dial: the bound one, or for a wildcard bind this host's first external IPv4. */
+export function advertisedAddress(bound: string): string {
+  if (bound !== "0.0.0.0" && bound !== "::") return bound;
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const address of addresses ?? []) if (address.family === "IPv4" && !address.internal) return address.address;
+  }
+  return "127.0.0.1";
 }
