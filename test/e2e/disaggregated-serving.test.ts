@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { havePromtool, promtoolCheck } from "../helpers/promtool.js";
 
 // The same llamacpp model served aggregated and with prefill and decode split between two
 // workers; greedy completions must be identical token for token (the text and the token count).
@@ -104,6 +105,12 @@ test("the mocker splits too: same text as aggregated, the modelled KV bytes coun
     assert.equal(s.text, a.text);
     assert.match(s.prefill ?? "", /^worker-/);
     const metrics = await (await fetch(`${split.url}/metrics`)).text();
+    if (havePromtool()) {
+      const checked = await promtoolCheck(metrics);
+      assert.ok(checked.ok, checked.output);
+    }
+    assert.match(metrics, /armature_kv_transfer_latency_seconds_bucket\{le="[\d.]+",backend="file"\}/);
+    assert.match(metrics, /armature_disagg_prefill_requests_total\{where="remote"\} 1/);
     const bytes = Number(/armature_kv_transfer_bytes_total\{backend="file"\} (\d+)/.exec(metrics)?.[1]);
     assert.ok(bytes > 0 && bytes % 131072 === 0, `prompt tokens × 131072 modelled bytes per token, got ${bytes}`);
   } finally {
