@@ -71,7 +71,9 @@ test("a handoff moves the prompt's KV to the decode worker, which continues as a
     assert.deepEqual(rest.tokens, reference);
     assert.equal(rest.end.prefilledLocally, undefined);
     assert.equal(rest.end.kvTransfer?.bytes, handoff.bytes);
-    await new Promise((r) => setTimeout(r, 20));
+    for (const deadline = Date.now() + 5000; prefill.heldHandoffs > 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     assert.equal(prefill.heldHandoffs, 0, "the decode worker's confirmation freed the export");
     assert.deepEqual(sharedFiles(prefill), []);
     assert.deepEqual(sharedFiles(decode), []);
@@ -104,7 +106,9 @@ test("a handoff no decode worker takes expires and is freed", async () => {
     await call(runtime, "p3", request({ maxTokens: 1, disaggregation: { phase: "prefill" } }));
     assert.equal(prefill.heldHandoffs, 1);
     assert.equal(sharedFiles(prefill).length, 1);
-    await new Promise((r) => setTimeout(r, 150));
+    for (const deadline = Date.now() + 5000; prefill.heldHandoffs > 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     assert.equal(prefill.heldHandoffs, 0);
     assert.deepEqual(sharedFiles(prefill), []);
   } finally {

@@ -53,7 +53,7 @@ test("a router that starts late rebuilds its index from the kept KV events witho
   for (const seed of [1, 2, 3]) await serve(workerRuntime, live.id, seed);
   await serve(workerRuntime, gone.id, 4);
   await gone.close(0);
-  await new Promise((r) => setTimeout(r, 200)); // the last events reach the stream
+  await new Promise((r) => setTimeout(r, 500)); // the last events reach the stream
 
   const routerRuntime = await connect(true);
   let asked = 0;
@@ -81,7 +81,10 @@ test("a router that starts late rebuilds its index from the kept KV events witho
 
     // Live events keep coming after the rebuild, in order.
     await serve(workerRuntime, live.id, 5);
-    await new Promise((r) => setTimeout(r, 200));
+    for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+      if (indexer.findMatches(hashBlocks(prompt(5), 16).local).scores.get(live.id) === 6) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     assert.equal(indexer.findMatches(hashBlocks(prompt(5), 16).local).scores.get(live.id), 6);
     assert.equal(asked, 0);
   } finally {

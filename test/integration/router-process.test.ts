@@ -48,7 +48,7 @@ test("a router process routes for a frontend by KV overlap, and the frontend out
       });
       assert.equal(res.status, 200, await res.clone().text());
       await res.json();
-      await new Promise((r) => setTimeout(r, 150)); // KV events reach the router process over NATS
+      await new Promise((r) => setTimeout(r, 500)); // KV events reach the router process over NATS
       return { worker: res.headers.get("x-armature-worker") ?? "", overlap: res.headers.get("x-armature-overlap-blocks") ?? "" };
     };
     await send("ABCD", a);
