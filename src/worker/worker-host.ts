@@ -5,19 +5,17 @@ import {
   ArmatureError,
   type GenerateRequest,
   type GenerateResponse,
-  isArmatureError,
   type KvEvent,
   type KvEventBatch,
   type KvEventsDump,
-  type KvHandoff,
   type ModelCard,
   type WorkerLoad,
   type WorkerRole,
 } from "../protocol/index.js";
 import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
+import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { KvExports } from "./kv-exports.js";
-import { type PulledKv, pullKv } from "./kv-import.js";
 import { modelCardFor } from "./model-card.js";
 import { asGenerateRequest } from "./request-guard.js";
 import { subjects } from "./subjects.js";
@@ -167,90 +165,18 @@ export class WorkerHost {
 
   #serve(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateResponse> {
     const phase = request.disaggregation;
-    if (phase?.phase === "prefill") return this.#prefill(request, signal);
-    if (phase?.phase === "decode") return this.#decode(request, phase.handoff, signal);
-    return this.#o.engine.generate(request, { signal });
-  }
-
-  /** Prefill phase: compute the KV and first token, export the KV, answer with where it waits. */
-  async *#prefill(request: GenerateRequest, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
     const { engine } = this.#o;
-    const exports = this.#exports as KvExports;
-    if (!engine.prefill) {
-      throw new ArmatureError("NOT_SUPPORTED", `the ${engine.info.kind} engine cannot run prefill-only requests`);
+    if (phase?.phase === "prefill") return servePrefill(engine, this.#exports as KvExports, this.id, request, signal);
+    if (phase?.phase === "decode") {
+      const context = {
+        engine,
+        agent: this.#agent as TransferAgent,
+        log: this.#log,
+        transferTimeoutMs: this.#o.transferTimeoutMs ?? 10_000,
+      };
+      return serveDecode(context, request, phase.handoff, signal);
     }
-    const { id, path } = exports.newExport();
-    let handoff: KvHandoff | undefined;
-    let cachedTokens = 0;
-    try {
-      const result = await engine.prefill(request, { signal, exportPath: path });
-      cachedTokens = result.cachedTokens;
-      if (result.kv && result.firstToken !== undefined) handoff = await exports.publish(id, this.id, request, result);
-    } finally {
-      if (!handoff) await exports.free(id, "failed", path);
-    }
-    yield {
-      type: "request-end",
-      finishReason: handoff ? "length" : "stop",
-      promptTokens: request.tokenIds.length,
-      completionTokens: handoff ? 1 : 0,
-      cachedTokens,
-      kvHandoff: handoff,
-    };
-  }
-
-  /**
-   * Decode phase: pull the KV, then generate from it. When the bytes do not come (the prefill
-   * worker died, the transfer timed out or was corrupted beyond retries) or the engine refuses
-   * them, the prompt is prefilled here instead; the request is never lost.
-   */
-  async *#decode(request: GenerateRequest, handoff: KvHandoff, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
-    const plain: GenerateRequest = { ...request, disaggregation: undefined };
-    let pulled: PulledKv | undefined;
-    try {
-      pulled = await pullKv(this.#agent as TransferAgent, handoff, signal, this.#o.transferTimeoutMs ?? 10_000);
-    } catch (error) {
-      if (signal.aborted) throw error;
-      this.#log.warn(
-        { err: error, handoffId: handoff.id, from: handoff.prefillWorkerId },
-        "KV transfer failed; prefilling locally",
-      );
-    }
-    try {
-      if (pulled) {
-        const imported = yield* this.#generateImported(plain, pulled, handoff, signal);
-        if (imported) return;
-        this.#log.warn({ handoffId: handoff.id }, "the engine refused the transferred KV; prefilling locally");
-      }
-      for await (const response of this.#o.engine.generate(plain, { signal })) {
-        yield response.type === "request-end" ? { ...response, prefilledLocally: true } : response;
-      }
-    } finally {
-      await pulled?.release();
-    }
-  }
-
-  /** Generates from imported KV; false (nothing yielded) when the engine refused the import. */
-  async *#generateImported(
-    request: GenerateRequest,
-    pulled: PulledKv,
-    handoff: KvHandoff,
-    signal: AbortSignal,
-  ): AsyncGenerator<GenerateResponse, boolean> {
-    let started = false;
-    try {
-      for await (const response of this.#o.engine.generate(request, { signal, importedKv: pulled.importedKv })) {
-        started = true;
-        // The prompt's cache hits happened on the prefill worker.
-        yield response.type === "request-end"
-          ? { ...response, cachedTokens: handoff.cachedTokens, kvTransfer: pulled.transfer }
-          : response;
-      }
-      return true;
-    } catch (error) {
-      if (started || signal.aborted || !isArmatureError(error) || error.code !== "TRANSFER_FAILED") throw error;
-      return false;
-    }
+    return engine.generate(request, { signal });
   }
 
   /** Batches from the asked id on, or a dump of the whole cache when they are no longer kept. */
