@@ -36,3 +36,21 @@ test("a config file with unknown keys is refused", async () => {
   await writeFile(config, JSON.stringify({ prot: 1 }));
   assert.throws(() => resolveServeOptions(["--config", config], {}), /unknown keys prot/);
 });
+
+test("disaggregation, router and transfer settings parse, and bad ones are refused by name", () => {
+  const o = resolveServeOptions(
+    ["--prefill", "2", "--decode", "3", "--disagg-threshold", "512", "--kv-overlap-weight", "8", "--durable-kv-events", "on"],
+    { ARMATURE_ROLE: "decode", ARMATURE_TRANSFER_HOST: "0.0.0.0" },
+  );
+  assert.deepEqual(
+    [o.prefillWorkers, o.decodeWorkers, o.disaggThreshold, o.kvOverlapWeight, o.durableKvEvents, o.role, o.transferHost],
+    [2, 3, 512, 8, true, "decode", "0.0.0.0"],
+  );
+  assert.throws(
+    () => resolveServeOptions(["--role", "router"], {}),
+    /--role \(ARMATURE_ROLE\) must be one of aggregated, prefill, decode/,
+  );
+  assert.throws(() => resolveServeOptions(["--prefill=-1"], {}), /--prefill \(ARMATURE_PREFILL\) must be an integer ≥ 0/);
+  assert.throws(() => resolveServeOptions(["--decode", "0"], {}), /--decode \(ARMATURE_DECODE\) must be an integer ≥ 1/);
+  assert.throws(() => resolveServeOptions(["--router", "remotely"], {}), /--router .* must be one of .*remote/);
+});
