@@ -43,6 +43,8 @@ export interface ServeOptions {
   readonly disaggThreshold: number;
   /** Prefill on the decode worker while prefill workers hold this many requests each. */
   readonly disaggMaxPrefillQueue: number | undefined;
+  /** Prefill on the decode worker when the modelled KV transfer would take longer (ms). */
+  readonly disaggMaxTransferMs: number | undefined;
   /** Address the workers' transfer agents listen on (default 127.0.0.1). */
   readonly transferHost: string | undefined;
   /** Address peers dial to reach the transfer agents, when it differs from `transferHost`. */
@@ -158,6 +160,11 @@ export const serveSettings: Record<string, Setting> = {
     help: "worker/frontend/router: on keeps KV events in JetStream (nats-server -js) for routers that start late",
     choices: ["on", "off"],
   },
+  "disagg-max-transfer-ms": {
+    type: "number",
+    env: "ARMATURE_DISAGG_MAX_TRANSFER_MS",
+    help: "prefill on the decode worker when moving the prompt's KV would take longer (modelled, ms; default unlimited)",
+  },
   "transfer-host": {
     type: "string",
     env: "ARMATURE_TRANSFER_HOST",
@@ -242,6 +249,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     role: (str("role") as WorkerRole | undefined) ?? "aggregated",
     disaggThreshold: num("disagg-threshold", true, 0) ?? 0,
     disaggMaxPrefillQueue: num("disagg-max-prefill-queue", true, 1),
+    disaggMaxTransferMs: num("disagg-max-transfer-ms", false, 0),
     transferHost: str("transfer-host"),
     transferAdvertiseHost: str("transfer-advertise-host"),
     durableKvEvents: str("durable-kv-events") === "on",

@@ -72,6 +72,7 @@ export async function startFrontend(
     router: prefillRouter,
     thresholdTokens: options.disaggThreshold,
     maxPrefillQueue: options.disaggMaxPrefillQueue,
+    maxTransferMs: options.disaggMaxTransferMs,
     index,
     blockSize,
     ...disaggregationMetrics(meter),

@@ -33,4 +33,6 @@ export interface ModelCard {
   readonly eosToken?: string | undefined;
   /** Whether the worker publishes KV events (the KV router needs them). */
   readonly publishesKvEvents: boolean;
+  /** Bytes of KV cache per token, what a disaggregated handoff moves per prompt token. */
+  readonly kvBytesPerToken?: number | undefined;
 }

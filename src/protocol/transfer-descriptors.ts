@@ -30,4 +30,6 @@ export interface AgentMetadata {
   readonly hostId: string;
   /** The agent's TCP listener, for peers on other hosts and for notifications. */
   readonly address: { readonly host: string; readonly port: number };
+  /** `T = alphaMs + bytes / bytesPerMs` per backend, as the agent measured or was configured. */
+  readonly costModels?: Readonly<Partial<Record<BackendName, { readonly alphaMs: number; readonly bytesPerMs: number }>>>;
 }

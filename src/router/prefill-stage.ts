@@ -1,6 +1,7 @@
 import { ArmatureError, type GenerateRequest, hashBlocks, type KvHandoff, type RequestEnd } from "../protocol/index.js";
 import type { KvIndexView } from "./kv-policy.js";
 import type { Router } from "./router.js";
+import type { WorkerView } from "./worker-view.js";
 
 /** Where a request's prefill ran, for metrics and logs. */
 export type PrefillOutcome =
@@ -10,6 +11,7 @@ export type PrefillOutcome =
   | "local_prefill_queue"
   | "local_constrained"
   | "local_prefill_failed"
+  | "local_transfer_cost"
   | "ended_in_prefill";
 
 /** What a remote prefill gave: where the KV waits (or the request's end), and who computed it. */
@@ -25,6 +27,11 @@ export interface PrefillStageOptions {
   readonly thresholdTokens?: number;
   /** Prefill on the decode worker while the prefill workers hold this many requests each on average. Default unlimited. */
   readonly maxPrefillQueue?: number;
+  /**
+   * Prefill on the decode worker when moving the prompt's KV would take longer than this, by the
+   * prefill workers' published TCP cost model and KV bytes per token. Default: no limit.
+   */
+  readonly maxTransferMs?: number | undefined;
   /** The KV index, to tell how much of a prompt the prefill workers already cache. */
   readonly index?: KvIndexView | undefined;
   readonly blockSize?: number;
@@ -101,9 +108,24 @@ export class PrefillStage {
       const uncached = request.tokenIds.length - cachedBlocks * (this.#o.blockSize ?? 0);
       if (uncached < threshold) return "local_short_prompt";
     }
+    if (this.#o.maxTransferMs !== undefined) {
+      const fastest = Math.min(...prefillWorkers.map((w) => transferEstimateMs(w, request.tokenIds.length)));
+      if (fastest > this.#o.maxTransferMs) return "local_transfer_cost";
+    }
     const maxQueue = this.#o.maxPrefillQueue ?? Number.POSITIVE_INFINITY;
     const queued = prefillWorkers.reduce((sum, w) => sum + w.inflight + (w.published?.waitingRequests ?? 0), 0);
     if (queued / prefillWorkers.length >= maxQueue) return "local_prefill_queue";
     return undefined;
   }
+}
+
+/**
+ * Modelled milliseconds to move a prompt's KV from `worker` over TCP (the backend between hosts, the
+ * slowest one), from the cost model its transfer agent published; 0 when it published none.
+ */
+export function transferEstimateMs(worker: WorkerView, promptTokens: number): number {
+  const model = worker.transferAgent?.costModels?.tcp;
+  const perToken = worker.card.kvBytesPerToken;
+  if (!model || perToken === undefined) return 0;
+  return model.alphaMs + (promptTokens * perToken) / model.bytesPerMs;
 }

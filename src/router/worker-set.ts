@@ -1,5 +1,5 @@
 import type { Logger } from "../observability/index.js";
-import type { ModelCard, WorkerLoad } from "../protocol/index.js";
+import type { AgentMetadata, ModelCard, WorkerLoad } from "../protocol/index.js";
 import type { Runtime, Unsubscribe } from "../runtime/index.js";
 import { subjects } from "../worker/index.js";
 import type { WorkerView } from "./worker-view.js";
@@ -9,6 +9,7 @@ interface Tracked {
   readonly card: ModelCard;
   inflight: number;
   published: WorkerLoad | undefined;
+  readonly transferAgent: AgentMetadata | undefined;
 }
 
 /**
@@ -31,6 +32,7 @@ export class WorkerSet {
             card: event.instance.card,
             inflight: previous?.inflight ?? 0,
             published: previous?.published,
+            transferAgent: event.instance.transferAgent,
           });
           log.info({ workerId: event.instance.id, model: event.instance.model }, "worker joined");
         } else if (this.#workers.delete(event.instanceId)) {

@@ -1,4 +1,4 @@
-import type { ModelCard, WorkerLoad } from "../protocol/index.js";
+import type { AgentMetadata, ModelCard, WorkerLoad } from "../protocol/index.js";
 
 /** What a routing policy sees of one worker. */
 export interface WorkerView {
@@ -8,6 +8,8 @@ export interface WorkerView {
   readonly inflight: number;
   /** Last load the worker published, if any. */
   readonly published: WorkerLoad | undefined;
+  /** The worker's transfer agent (address, measured cost models), when it registered one. */
+  readonly transferAgent?: AgentMetadata | undefined;
 }
 
 /** Per-request changes to the KV router's settings (Dynamo's `RouterConfigOverride`). */

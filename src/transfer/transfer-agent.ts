@@ -108,9 +108,9 @@ export class TransferAgent {
     return agent;
   }
 
-  /** What peers need to reach this agent (published through discovery). */
+  /** What peers need to reach this agent, with its current cost models (published through discovery). */
   get metadata(): AgentMetadata {
-    return this.#metadata;
+    return { ...this.#metadata, costModels: { ...this.#costs } };
   }
 
   registerMemory(buffer: Buffer, id?: string): Region {

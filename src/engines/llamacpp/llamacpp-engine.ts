@@ -16,6 +16,7 @@ import {
 } from "../../protocol/index.js";
 import type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, PrefillResult } from "../engine.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
+import { kvBytesPerToken } from "./kv-size.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
@@ -98,6 +99,7 @@ export class LlamaCppEngine implements Engine {
       bosToken: tokenText(tokens, model.tokens.bos),
       eosToken: tokenText(tokens, model.tokens.eos),
       publishesKvEvents: true,
+      kvBytesPerToken: kvBytesPerToken(metadata),
     };
     return new LlamaCppEngine(llama, model, context, info);
   }

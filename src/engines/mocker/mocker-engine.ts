@@ -73,6 +73,7 @@ export class MockerEngine implements Engine {
       bosToken: BYTE_SPECIAL_TOKENS[0],
       eosToken: BYTE_SPECIAL_TOKENS[0],
       publishesKvEvents: true,
+      kvBytesPerToken: options.kvBytesPerToken ?? 131072,
     };
     this.#text = new MockText(new ByteTokenizer());
     this.#clock = options.clock ?? new RealClock();
