@@ -3,34 +3,21 @@
 // prefill + 1 decode worker) with 4 in flight; counts the completions that differ from the
 // aggregated one-at-a-time output. Usage: node --import tsx bench/batch-invariance.ts [rounds]
 import OpenAI from "openai";
+import { GREEDY_PROMPTS } from "../test/fixtures/greedy-prompts.js";
 import { startServe } from "../test/helpers/armature-process.js";
+import { pool } from "../test/helpers/pool.js";
 import { machine } from "./load/processes.js";
 
 const rounds = Number(process.argv[2] ?? 3);
-const subjects = ["The river", "A quiet robot", "Seven small birds", "My grandmother's kitchen", "The last train", "Numbers"];
-const verbs = ["remembers", "counts", "sings about", "waits for", "draws", "forgets", "explains", "follows", "builds"];
-const prompts = Array.from({ length: 54 }, (_, i) => `${subjects[i % subjects.length]} ${verbs[i % verbs.length]} ${i} things`);
+const prompts = GREEDY_PROMPTS;
 const common = ["--context-size", "256", "--sequences", "4"];
 
 async function completions(url: string, width: number): Promise<string[]> {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
-  const out: string[] = new Array(prompts.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < prompts.length) {
-        const i = next++;
-        const r = await client.completions.create({
-          model: "armature-tiny",
-          prompt: prompts[i] as string,
-          max_tokens: 24,
-          temperature: 0,
-        });
-        out[i] = r.choices[0]?.text ?? "";
-      }
-    }),
-  );
-  return out;
+  return pool(prompts, width, async (prompt) => {
+    const r = await client.completions.create({ model: "armature-tiny", prompt, max_tokens: 24, temperature: 0 });
+    return r.choices[0]?.text ?? "";
+  });
 }
 
 const differ = (a: string[], b: string[]): number => a.filter((text, i) => text !== b[i]).length;

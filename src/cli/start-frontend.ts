@@ -15,6 +15,7 @@ import {
   type RoutingPolicy,
   remoteSelector,
   routerOverheadMetrics,
+  WorkerSet,
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
 import type { ServeOptions } from "./serve-options.js";
@@ -66,8 +67,19 @@ export async function startFrontend(
     ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
     ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
   };
-  // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo).
-  const prefillRouter = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, roles: ["prefill"], remote });
+  // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo). Both
+  // routers read one worker set: one discovery watch and one load subscription per frontend.
+  const workers = new WorkerSet(runtime, logger);
+  const prefillRouter = new Router({
+    runtime,
+    policy: makePolicy(),
+    logger,
+    activeLoad,
+    busy,
+    roles: ["prefill"],
+    remote,
+    workers,
+  });
   const prefill = new PrefillStage({
     router: prefillRouter,
     thresholdTokens: options.disaggThreshold,
@@ -78,7 +90,7 @@ export async function startFrontend(
     ...disaggregationMetrics(meter),
     onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
   });
-  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote });
+  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote, workers });
   const frontend = await Frontend.create({
     router,
     meter,
@@ -95,6 +107,7 @@ export async function startFrontend(
       await frontend.close(graceMs);
       router.close();
       prefillRouter.close();
+      workers.close();
       indexer?.close();
       activeLoad.close();
     },

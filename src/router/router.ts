@@ -38,6 +38,8 @@ export interface RouterOptions {
   readonly prefill?: PrefillStage | undefined;
   /** Asks an `armature router` process to choose; the local policy decides when it cannot answer. */
   readonly remote?: RemoteSelector | undefined;
+  /** A worker set to share with another router of this frontend (its owner closes it). Default: its own. */
+  readonly workers?: WorkerSet | undefined;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -66,13 +68,16 @@ export class Router {
   readonly #roles: ReadonlySet<WorkerRole>;
   readonly #prefill: PrefillStage | undefined;
   readonly #remote: RemoteSelector | undefined;
+  readonly #ownsWorkers: boolean;
+  readonly #unwatchWorkers: () => void;
   readonly #log: Logger;
   #remoteWarnedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: RouterOptions) {
     this.#runtime = options.runtime;
     this.#policy = options.policy;
-    this.workers = new WorkerSet(options.runtime, options.logger);
+    this.#ownsWorkers = options.workers === undefined;
+    this.workers = options.workers ?? new WorkerSet(options.runtime, options.logger);
     this.#queue = new AdmissionQueue(options.busy?.queueSize ?? 1024);
     this.#load = options.activeLoad ?? new ActiveLoad({ routerId: "local", clock: options.runtime.clock });
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
@@ -82,7 +87,7 @@ export class Router {
     this.#remote = options.remote;
     this.#log = options.logger.child({ component: "router" });
     // A worker that joins may be free: let a parked request try it.
-    this.workers.onChange(() => this.#queue.notify());
+    this.#unwatchWorkers = this.workers.onChange(() => this.#queue.notify());
   }
 
   /** Requests parked because every worker was busy. */
@@ -212,7 +217,8 @@ export class Router {
   }
 
   close(): void {
-    this.workers.close();
+    this.#unwatchWorkers();
+    if (this.#ownsWorkers) this.workers.close();
   }
 
   /** The router service's choice, or undefined (logged, at most every 10 s) when it cannot answer. */

@@ -42,10 +42,6 @@ export class RegionTable {
     return this.#regions.delete(id);
   }
 
-  get size(): number {
-    return this.#regions.size;
-  }
-
   /** The region, checked to contain `[offset, offset + length)`. */
   get(id: string, offset = 0, length = 0): Region {
     const region = this.#regions.get(id);

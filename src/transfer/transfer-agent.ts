@@ -61,7 +61,7 @@ export class TransferAgent {
   readonly sharedDir: string;
   readonly regions: RegionTable;
   readonly #server: TcpTransferServer;
-  readonly #metadata: AgentMetadata;
+  #metadata: AgentMetadata;
   readonly #options: TransferAgentOptions;
   readonly #peers = new Map<string, AgentMetadata>();
   /** Peers to reach as remote even though they live in this process (tests, benchmarks). */
@@ -85,7 +85,12 @@ export class TransferAgent {
     this.#server = server;
     this.#costs = { ...defaultCostModels, ...options.costModels };
     const host = options.advertiseHost ?? advertisedAddress(options.host ?? "127.0.0.1");
-    this.#metadata = { name, hostId: options.hostId ?? localHostId(), address: { host, port: server.port } };
+    this.#metadata = {
+      name,
+      hostId: options.hostId ?? localHostId(),
+      address: { host, port: server.port },
+      costModels: { ...this.#costs },
+    };
   }
 
   static async create(options: TransferAgentOptions = {}): Promise<TransferAgent> {
@@ -110,7 +115,7 @@ export class TransferAgent {
 
   /** What peers need to reach this agent, with its current cost models (published through discovery). */
   get metadata(): AgentMetadata {
-    return { ...this.#metadata, costModels: { ...this.#costs } };
+    return this.#metadata;
   }
 
   registerMemory(buffer: Buffer, id?: string): Region {
@@ -201,20 +206,13 @@ export class TransferAgent {
     return { backend, ms: transferMs(this.#costs[backend], bytes) };
   }
 
-  costModel(backend: BackendName): CostModel {
-    return this.#costs[backend];
-  }
-
-  setCostModel(backend: BackendName, model: CostModel): void {
-    this.#costs[backend] = model;
-  }
-
   /** Replaces the default cost models with ones measured on this host now (tens of milliseconds). */
   async calibrate(): Promise<Readonly<Record<BackendName, CostModel>>> {
     const measured = await calibrateBackends(this.regions, (name) => this.sharedPath(name), this.#server.port);
     for (const backend of backendNames) {
       if (!this.#options.costModels?.[backend]) this.#costs[backend] = measured[backend];
     }
+    this.#metadata = { ...this.#metadata, costModels: { ...this.#costs } };
     return { ...this.#costs };
   }
 

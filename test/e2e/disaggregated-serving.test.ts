@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
+import { GREEDY_PROMPTS } from "../fixtures/greedy-prompts.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { pool } from "../helpers/pool.js";
 import { havePromtool, promtoolCheck } from "../helpers/promtool.js";
 
 // The same llamacpp model served aggregated and with prefill and decode split between two
@@ -26,9 +28,7 @@ after(async () => {
   assert.equal(await disaggregated.stop("SIGTERM"), 0, disaggregated.output());
 });
 
-const subjects = ["The river", "A quiet robot", "Seven small birds", "My grandmother's kitchen", "The last train", "Numbers"];
-const verbs = ["remembers", "counts", "sings about", "waits for", "draws", "forgets", "explains", "follows", "builds"];
-const prompts = Array.from({ length: 54 }, (_, i) => `${subjects[i % subjects.length]} ${verbs[i % verbs.length]} ${i} things`);
+const prompts = GREEDY_PROMPTS;
 
 async function complete(server: ServeProcess, prompt: string) {
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -41,21 +41,6 @@ async function complete(server: ServeProcess, prompt: string) {
     worker: response.headers.get("x-armature-worker"),
     prefillWorker: response.headers.get("x-armature-prefill-worker"),
   };
-}
-
-/** Runs `work` over `items`, `width` at a time (so decodes overlap on the decode worker). */
-async function pool<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await work(items[i] as T);
-      }
-    }),
-  );
-  return results;
 }
 
 // The aggregated reference runs one request at a time: llama.cpp on CPU is not batch-invariant when

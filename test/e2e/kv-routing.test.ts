@@ -3,12 +3,11 @@ import { test } from "node:test";
 import { startEmbeddedDeployment } from "../../src/cli/embedded-deployment.js";
 import { resolveServeOptions } from "../../src/cli/serve-options.js";
 import { silentLogger } from "../../src/observability/index.js";
+import { letteredPrompt, routedCompletion } from "../helpers/routed-completion.js";
 
 // Dynamo's black-box routing check (tests/router/common.py::_test_router_decisions), over HTTP with
 // two mocker workers and block size 8: blocks A–G are 8 distinct tokens each.
 const BLOCK = 8;
-const block = (letter: string): number[] => Array.from({ length: BLOCK }, (_, i) => 65 + (letter.charCodeAt(0) - 65) * BLOCK + i);
-const prompt = (letters: string): number[] => [...letters].flatMap(block);
 
 test("the kv router sends a request where its prefix is cached, ties to the smaller tree", async () => {
   const options = resolveServeOptions(
@@ -32,21 +31,10 @@ test("the kv router sends a request where its prefix is cached, ties to the smal
   const [a, b] = deployment.workers.map((w) => w.id) as [string, string];
   const overlaps: string[] = [];
   const send = async (letters: string, pinned?: string): Promise<string> => {
-    const res = await fetch(`${deployment.frontend.url}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        model: "armature-mocker",
-        prompt: prompt(letters),
-        max_tokens: 1,
-        ...(pinned ? { nvext: { backend_instance_id: pinned } } : {}),
-      }),
-    });
-    assert.equal(res.status, 200, await res.clone().text());
-    await res.json();
-    overlaps.push(res.headers.get("x-armature-overlap-blocks") ?? "");
+    const served = await routedCompletion(deployment.frontend.url, "armature-mocker", letteredPrompt(letters, BLOCK), pinned);
+    overlaps.push(served.overlap);
     await new Promise((r) => setTimeout(r, 30)); // let the KV events reach the index
-    return res.headers.get("x-armature-worker") ?? "";
+    return served.worker;
   };
   try {
     await send("AB", a);

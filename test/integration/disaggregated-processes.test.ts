@@ -5,13 +5,11 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
-import { type EtcdServer, startEtcd } from "../helpers/etcd-server.js";
-import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
+import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
 
 // Prefill worker, decode worker and frontend as separate processes over nats-server and etcd, with
 // the KV moving between the worker processes through their transfer agents.
-let nats: NatsServer;
-let etcd: EtcdServer;
+let servers: ClusterServers;
 let reference: ServeProcess;
 let env: NodeJS.ProcessEnv;
 const MODEL = "armature-tiny";
@@ -28,26 +26,21 @@ async function complete(url: string, prompt: string): Promise<{ text: string; pr
 
 before(async () => {
   env = { ARMATURE_CACHE_DIR: await mkdtemp(join(tmpdir(), "armature-disagg-proc-")) };
-  [nats, etcd, reference] = await Promise.all([startNatsServer(), startEtcd(), startServe(["--context-size", "256"], env)]);
+  [servers, reference] = await Promise.all([startClusterServers(), startServe(["--context-size", "256"], env)]);
   expected = [];
   for (const p of prompts) expected.push((await complete(reference.url, p)).text);
 });
 after(async () => {
-  await Promise.all([nats.stop(), etcd.stop(), reference.stop()]);
+  await Promise.all([servers.stop(), reference.stop()]);
 });
 
-async function instances(url: string): Promise<number> {
-  return ((await (await fetch(`${url}/health`)).json()) as { instances: unknown[] }).instances.length;
-}
-
 test("a prefill worker killed with SIGKILL while requests flow loses none of them", async () => {
-  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`, "--context-size", "256"];
+  const cluster = [...servers.flags, "--context-size", "256"];
   const prefill = await startArmature(["worker", ...cluster, "--role", "prefill"], env);
   const decode = await startArmature(["worker", ...cluster, "--role", "decode"], env);
   const frontend = await startArmature(["frontend", ...cluster, "--port", "0"], env);
   try {
-    const deadline = Date.now() + 15_000;
-    while ((await instances(frontend.url)) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await waitForInstances(frontend.url, 2);
     // Split across processes, the output is the aggregated one (prompt 0 ends at its first token).
     const first = await complete(frontend.url, prompts[1] as string);
     assert.match(first.prefillWorker ?? "", /^worker-/, "prefilled on the prefill worker process");

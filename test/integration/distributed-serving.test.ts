@@ -2,34 +2,23 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { startArmature } from "../helpers/armature-process.js";
-import { type EtcdServer, startEtcd } from "../helpers/etcd-server.js";
-import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
+import { type ClusterServers, healthInstances, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
 
 // Frontend and workers as separate processes over a real nats-server and etcd.
-let nats: NatsServer;
-let etcd: EtcdServer;
+let servers: ClusterServers;
 
 before(async () => {
-  [nats, etcd] = await Promise.all([startNatsServer(), startEtcd()]);
+  servers = await startClusterServers();
 });
-after(async () => {
-  await Promise.all([nats.stop(), etcd.stop()]);
-});
-
-async function health(url: string): Promise<{ status: string; instances: { id: string }[] }> {
-  return (await (await fetch(`${url}/health`)).json()) as { status: string; instances: { id: string }[] };
-}
+after(() => servers.stop());
 
 test("a frontend process serves the OpenAI API through worker processes found in etcd, over NATS", async () => {
-  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
+  const cluster = servers.flags;
   const workerA = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
   const workerB = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
   const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--router", "round-robin"]);
   try {
-    const deadline = Date.now() + 10_000;
-    while ((await health(frontend.url)).instances.length < 2 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
-    const ids = (await health(frontend.url)).instances.map((i) => i.id).sort();
+    const ids = (await waitForInstances(frontend.url, 2)).map((i) => i.id).sort();
     assert.equal(ids.length, 2);
     const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const served = new Set<string>();
@@ -47,8 +36,8 @@ test("a frontend process serves the OpenAI API through worker processes found in
     // A worker stopped with SIGTERM deregisters; the frontend keeps serving with the other.
     assert.equal(await workerA.stop("SIGTERM"), 0);
     const gone = Date.now() + 10_000;
-    while ((await health(frontend.url)).instances.length > 1 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
-    assert.equal((await health(frontend.url)).instances.length, 1);
+    while ((await healthInstances(frontend.url)).length > 1 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await healthInstances(frontend.url)).length, 1);
     const after = await client.chat.completions.create({
       model: "armature-mocker",
       messages: [{ role: "user", content: "still there?" }],
@@ -61,14 +50,12 @@ test("a frontend process serves the OpenAI API through worker processes found in
 });
 
 test("a worker killed with SIGKILL mid-stream: the stream moves to another worker, and the dead one leaves routing", async () => {
-  const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`];
+  const cluster = servers.flags;
   const workerA = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "2"]);
   const workerB = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "2"]);
   const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--router", "round-robin"]);
   try {
-    const deadline = Date.now() + 10_000;
-    while ((await health(frontend.url)).instances.length < 2 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitForInstances(frontend.url, 2);
     const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const { data: stream, response } = await client.completions
       .create({
@@ -93,10 +80,10 @@ test("a worker killed with SIGKILL mid-stream: the stream moves to another worke
     assert.equal(usage?.completion_tokens, 60, "one uninterrupted stream of max_tokens tokens");
     // The dead worker's lease (10 s) runs out and it leaves routing.
     const gone = Date.now() + 15_000;
-    while ((await health(frontend.url)).instances.some((i) => i.id === servedBy) && Date.now() < gone) {
+    while ((await healthInstances(frontend.url)).some((i) => i.id === servedBy) && Date.now() < gone) {
       await new Promise((r) => setTimeout(r, 200));
     }
-    assert.ok(!(await health(frontend.url)).instances.some((i) => i.id === servedBy));
+    assert.ok(!(await healthInstances(frontend.url)).some((i) => i.id === servedBy));
   } finally {
     await Promise.all([frontend.stop(), workerA.stop(), workerB.stop()]);
   }

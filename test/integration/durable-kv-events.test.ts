@@ -9,25 +9,24 @@ import { type GenerateRequest, hashBlocks } from "../../src/protocol/index.js";
 import { KvIndexer } from "../../src/router/index.js";
 import { connectDistributedRuntime, type Runtime } from "../../src/runtime/index.js";
 import { WorkerHost } from "../../src/worker/index.js";
-import { type EtcdServer, startEtcd } from "../helpers/etcd-server.js";
-import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
+import { type ClusterServers, startClusterServers } from "../helpers/cluster-servers.js";
+import { startNatsServer } from "../helpers/nats-server.js";
 
 // --durable-kv-events: workers' KV events are kept in a JetStream stream, and a router that starts
 // after them rebuilds its index from the stream, asking no worker.
-let nats: NatsServer;
-let etcd: EtcdServer;
+let servers: ClusterServers;
 let store: string;
 before(async () => {
   store = await mkdtemp(join(tmpdir(), "armature-js-"));
-  [nats, etcd] = await Promise.all([startNatsServer(undefined, "127.0.0.1", store), startEtcd()]);
+  servers = await startClusterServers({ jetStreamDir: store });
 });
 after(async () => {
-  await Promise.all([nats.stop(), etcd.stop()]);
+  await servers.stop();
   await rm(store, { recursive: true, force: true });
 });
 
 const connect = (durableKvEvents: boolean): Promise<Runtime> =>
-  connectDistributedRuntime({ bus: nats.url, discovery: `etcd://${etcd.endpoint}`, durableKvEvents });
+  connectDistributedRuntime({ bus: servers.nats.url, discovery: `etcd://${servers.etcd.endpoint}`, durableKvEvents });
 
 const prompt = (seed: number): number[] => Array.from({ length: 16 * 6 + 3 }, (_, i) => (seed * 31 + i) % 250);
 const request = (seed: number): GenerateRequest => ({
@@ -99,7 +98,7 @@ test("without JetStream on the server, --durable-kv-events says how to turn it o
   const plain = await startNatsServer();
   try {
     await assert.rejects(
-      connectDistributedRuntime({ bus: plain.url, discovery: `etcd://${etcd.endpoint}`, durableKvEvents: true }),
+      connectDistributedRuntime({ bus: plain.url, discovery: `etcd://${servers.etcd.endpoint}`, durableKvEvents: true }),
       (error: Error) => /nats-server with -js/.test(error.message),
     );
   } finally {

@@ -49,6 +49,7 @@ export class KvIndexer {
   readonly ready: Promise<void>;
   /** KV capacity of the workers seen, to size the index's tables ahead of their events. */
   readonly #capacities = new Map<string, number>();
+  #capacity = 0;
   /** Live batches that arrive while the kept ones are read, applied after them. */
   #live: KvEventBatch[] | undefined;
 
@@ -185,10 +186,9 @@ export class KvIndexer {
    * tables do not rehash millions of entries while events stream in.
    */
   #reserveFor(workerId: string, blocks: number): void {
+    this.#capacity += blocks - (this.#capacities.get(workerId) ?? 0);
     this.#capacities.set(workerId, blocks);
-    let total = 0;
-    for (const capacity of this.#capacities.values()) total += capacity;
-    this.tree.reserve(Math.min(total, 1 << 20));
+    this.tree.reserve(Math.min(this.#capacity, 1 << 20));
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {

@@ -180,12 +180,6 @@ export class RadixTree {
     return w === undefined ? 0 : (this.#blockCounts[w] ?? 0);
   }
 
-  /** Nodes in the tree and bytes of its typed arrays and tables (for benchmarks). */
-  get footprint(): { nodes: number; bytes: number } {
-    const arrays = this.#node.byteLength;
-    return { nodes: this.#nodes - this.#free.length, bytes: arrays + this.#children.bytes + this.#lookup.bytes };
-  }
-
   /** The block hashes of an event as u32 halves, in reused scratch arrays. */
   #splitBlockHashes(blocks: KvBlockStored["blocks"]): { hi: Uint32Array; lo: Uint32Array } {
     if (this.#scratchHi.length < blocks.length) {

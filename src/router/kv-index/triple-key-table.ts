@@ -23,22 +23,10 @@ export class TripleKeyTable {
     return this.#size;
   }
 
-  /** Bytes the table occupies. */
-  get bytes(): number {
-    return this.#slots.byteLength;
-  }
-
   /** The value stored for the key, or -1. */
   get(a: number, hi: number, lo: number): number {
-    const slots = this.#slots;
-    const h = hi | 0;
-    const l = lo | 0;
-    for (let i = home(a, h, l) & this.#mask; ; i = (i + 1) & this.#mask) {
-      const at = i * STRIDE;
-      const key = slots[at] as number;
-      if (key === EMPTY) return -1;
-      if (key === a && slots[at + 1] === h && slots[at + 2] === l) return slots[at + 3] as number;
-    }
+    const at = this.#find(a, hi | 0, lo | 0);
+    return at < 0 ? -1 : (this.#slots[at + 3] as number);
   }
 
   /** Sets the value; true when the key was new. */
@@ -52,23 +40,19 @@ export class TripleKeyTable {
     const slots = this.#slots;
     const h = hi | 0;
     const l = lo | 0;
-    for (let i = home(a, h, l) & this.#mask; ; i = (i + 1) & this.#mask) {
-      const at = i * STRIDE;
-      const key = slots[at] as number;
-      if (key === EMPTY) {
-        slots[at] = a;
-        slots[at + 1] = h;
-        slots[at + 2] = l;
-        slots[at + 3] = value;
-        this.#size++;
-        return -1;
-      }
-      if (key === a && slots[at + 1] === h && slots[at + 2] === l) {
-        const previous = slots[at + 3] as number;
-        slots[at + 3] = value;
-        return previous;
-      }
+    const found = this.#find(a, h, l);
+    if (found >= 0) {
+      const previous = slots[found + 3] as number;
+      slots[found + 3] = value;
+      return previous;
     }
+    const at = ~found;
+    slots[at] = a;
+    slots[at + 1] = h;
+    slots[at + 2] = l;
+    slots[at + 3] = value;
+    this.#size++;
+    return -1;
   }
 
   /** Removes the key; true when it was there. */
@@ -78,18 +62,12 @@ export class TripleKeyTable {
 
   /** Removes the key and returns its value, or -1 when it was not there (one probe). */
   take(a: number, hi: number, lo: number): number {
+    const found = this.#find(a, hi | 0, lo | 0);
+    if (found < 0) return -1;
     const slots = this.#slots;
     const mask = this.#mask;
-    const h = hi | 0;
-    const l = lo | 0;
-    let i = home(a, h, l) & mask;
-    for (; ; i = (i + 1) & mask) {
-      const at = i * STRIDE;
-      const key = slots[at] as number;
-      if (key === EMPTY) return -1;
-      if (key === a && slots[at + 1] === h && slots[at + 2] === l) break;
-    }
-    const value = slots[i * STRIDE + 3] as number;
+    const value = slots[found + 3] as number;
+    let i = found / STRIDE;
     // Backward shift: pull later entries of the probe run into the hole when their home allows it.
     for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
       const at = j * STRIDE;
@@ -104,6 +82,20 @@ export class TripleKeyTable {
     slots[i * STRIDE] = EMPTY;
     this.#size--;
     return value;
+  }
+
+  /**
+   * Linear probe for the key (`hi`, `lo` already as int32): the offset of its entry, or the
+   * bitwise complement (negative) of the offset of the empty slot where it would go.
+   */
+  #find(a: number, h: number, l: number): number {
+    const slots = this.#slots;
+    for (let i = home(a, h, l) & this.#mask; ; i = (i + 1) & this.#mask) {
+      const at = i * STRIDE;
+      const key = slots[at] as number;
+      if (key === EMPTY) return ~at;
+      if (key === a && slots[at + 1] === h && slots[at + 2] === l) return at;
+    }
   }
 
   /** Calls `visit(hi, lo, value)` for every entry whose first key part is `a` (a full scan). */
