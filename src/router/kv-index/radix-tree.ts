@@ -20,7 +20,9 @@ const TOK_HI = 1;
 const TOK_LO = 2;
 const CHILDREN = 3;
 const HOLDER = 4;
-const FIELDS = 5;
+/** 1 when `#moreHolders` has an entry for the node (spares a Map lookup for single-holder nodes). */
+const MORE = 5;
+const FIELDS = 6;
 
 function newNodeRecords(nodes: number): Int32Array {
   const records = new Int32Array(nodes * FIELDS);
@@ -60,7 +62,7 @@ export class RadixTree {
   readonly #lookup = new TripleKeyTable(1024);
   /**
    * Node records side by side (one cache line holds a node): parent, tokens hash halves, child
-   * count, and first holder (NONE when none; further holders in `#moreHolders`).
+   * count, first holder (NONE when none) and whether further holders sit in `#moreHolders`.
    */
   #node = newNodeRecords(1024);
   readonly #moreHolders = new Map<number, number[]>();
@@ -229,8 +231,8 @@ export class RadixTree {
   #holdersOf(node: number): number[] {
     const first = this.#node[node * FIELDS + HOLDER] as number;
     if (first === NONE) return [];
-    const more = this.#moreHolders.get(node);
-    return more ? [first, ...more] : [first];
+    if (this.#node[node * FIELDS + MORE] === 0) return [first];
+    return [first, ...(this.#moreHolders.get(node) as number[])];
   }
 
   /** Marks `workers` with a fresh epoch; returns it. */
@@ -244,8 +246,8 @@ export class RadixTree {
   #intersect(active: readonly number[], node: number): number[] {
     const first = this.#node[node * FIELDS + HOLDER] as number;
     if (first === NONE) return [];
-    const more = this.#moreHolders.get(node);
-    if (!more) return active.includes(first) ? [first] : [];
+    if (this.#node[node * FIELDS + MORE] === 0) return active.includes(first) ? [first] : [];
+    const more = this.#moreHolders.get(node) as number[];
     const epoch = this.#markAll(active);
     const out: number[] = [];
     if (this.#marks[first] === epoch) out.push(first);
@@ -260,24 +262,33 @@ export class RadixTree {
       return;
     }
     if (first === w) return;
-    const more = this.#moreHolders.get(node);
-    if (!more) this.#moreHolders.set(node, [w]);
-    else if (!more.includes(w)) more.push(w);
+    if (this.#node[node * FIELDS + MORE] === 0) {
+      this.#moreHolders.set(node, [w]);
+      this.#node[node * FIELDS + MORE] = 1;
+      return;
+    }
+    const more = this.#moreHolders.get(node) as number[];
+    if (!more.includes(w)) more.push(w);
   }
 
   #dropHolder(node: number, w: number): void {
-    const more = this.#moreHolders.get(node);
-    if (this.#node[node * FIELDS + HOLDER] === w) {
-      if (more) {
-        this.#node[node * FIELDS + HOLDER] = more.pop() as number;
-        if (more.length === 0) this.#moreHolders.delete(node);
-      } else this.#node[node * FIELDS + HOLDER] = NONE;
-    } else if (more) {
-      const at = more.indexOf(w);
-      if (at >= 0) more.splice(at, 1);
-      if (more.length === 0) this.#moreHolders.delete(node);
+    const at = node * FIELDS;
+    if (this.#node[at + MORE] === 0) {
+      if (this.#node[at + HOLDER] !== w) return;
+      this.#node[at + HOLDER] = NONE;
+      this.#detach(node);
+      return;
     }
-    if (this.#node[node * FIELDS + HOLDER] === NONE) this.#detach(node);
+    const more = this.#moreHolders.get(node) as number[];
+    if (this.#node[at + HOLDER] === w) this.#node[at + HOLDER] = more.pop() as number;
+    else {
+      const i = more.indexOf(w);
+      if (i >= 0) more.splice(i, 1);
+    }
+    if (more.length === 0) {
+      this.#moreHolders.delete(node);
+      this.#node[at + MORE] = 0;
+    }
   }
 
   /**
@@ -327,6 +338,7 @@ export class RadixTree {
     records[at + TOK_LO] = lo;
     records[at + CHILDREN] = 0;
     records[at + HOLDER] = NONE;
+    records[at + MORE] = 0;
     return node;
   }
 

@@ -76,7 +76,11 @@ export class TripleKeyTable {
       const k = home(key, slots[at + 1] as number, slots[at + 2] as number) & mask;
       const between = i <= j ? i < k && k <= j : i < k || k <= j;
       if (between) continue;
-      slots.copyWithin(i * STRIDE, at, at + STRIDE);
+      const to = i * STRIDE;
+      slots[to] = key;
+      slots[to + 1] = slots[at + 1] as number;
+      slots[to + 2] = slots[at + 2] as number;
+      slots[to + 3] = slots[at + 3] as number;
       i = j;
     }
     slots[i * STRIDE] = EMPTY;
@@ -121,10 +125,21 @@ export class TripleKeyTable {
     const old = this.#slots;
     this.#slots = new Int32Array(capacity * STRIDE).fill(EMPTY);
     this.#mask = capacity - 1;
-    this.#size = 0;
+    const slots = this.#slots;
+    const mask = this.#mask;
+    // Keys are distinct: each goes to the first empty slot of its probe run, with no comparison.
     for (let at = 0; at < old.length; at += STRIDE) {
       const key = old[at] as number;
-      if (key !== EMPTY) this.set(key, old[at + 1] as number, old[at + 2] as number, old[at + 3] as number);
+      if (key === EMPTY) continue;
+      const hi = old[at + 1] as number;
+      const lo = old[at + 2] as number;
+      let i = home(key, hi, lo) & mask;
+      while (slots[i * STRIDE] !== EMPTY) i = (i + 1) & mask;
+      const to = i * STRIDE;
+      slots[to] = key;
+      slots[to + 1] = hi;
+      slots[to + 2] = lo;
+      slots[to + 3] = old[at + 3] as number;
     }
   }
 }
