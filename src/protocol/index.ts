@@ -21,6 +21,7 @@ export type {
   KvEventBatch,
   KvEventsDump,
   KvEventsQuery,
+  StorageTier,
   StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";

@@ -2,6 +2,12 @@
  * KV cache events with Dynamo's semantics: a worker announces blocks it stored (chained by parent
  * hash), blocks it removed, and that it cleared everything. Hashes are u64 values.
  */
+/**
+ * Where a worker keeps blocks, with Dynamo's storage tiers (from vLLM's `medium`): GPU memory, pinned
+ * host memory, local disk, or storage outside the worker. Events without one are about the device.
+ */
+export type StorageTier = "device" | "host_pinned" | "disk" | "external";
+
 /** One stored block: the engine's (external) block hash and the local hash of its tokens. */
 export interface StoredBlock {
   /** Identifies the block for parent links and removals; opaque to readers. */
@@ -18,13 +24,18 @@ export interface KvBlockStored {
   readonly blocks: readonly StoredBlock[];
   /** Number of tokens per block, so a reader can detect a block-size mismatch. */
   readonly blockSize: number;
+  /** Absent: the device. */
+  readonly storageTier?: StorageTier | undefined;
 }
 
 export interface KvBlockRemoved {
   readonly type: "kv-block-removed";
   readonly blockHashes: readonly bigint[];
+  /** Absent: the device. */
+  readonly storageTier?: StorageTier | undefined;
 }
 
+/** The worker dropped every block it held, in every tier. */
 export interface KvCacheCleared {
   readonly type: "kv-cache-cleared";
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { silentLogger } from "../observability/index.js";
-import { chainBlockHash, localBlockHash, type ModelCard } from "../protocol/index.js";
+import { chainBlockHash, localBlockHash, type ModelCard, type StorageTier } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { KvIndexer } from "./kv-index/kv-indexer.js";
@@ -17,7 +17,8 @@ function setup(random = () => 0) {
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
   const activeLoad = new ActiveLoad({ routerId: "r", clock: runtime.clock });
   const policy = kvPolicy({ indexer, blockSize: BS, random, activeLoad });
-  const cache = (workerId: string, t: number[]) => {
+  const eventIds = new Map<string, number>();
+  const cache = (workerId: string, t: number[], storageTier?: StorageTier) => {
     let parent: bigint | null = null;
     const blocks = [];
     for (let i = 0; i + BS <= t.length; i += BS) {
@@ -26,14 +27,16 @@ function setup(random = () => 0) {
       blocks.push({ blockHash, tokensHash });
       parent = blockHash;
     }
+    const eventId = (eventIds.get(workerId) ?? 0) + 1;
+    eventIds.set(workerId, eventId);
     indexer.apply({
       type: "kv-event-batch",
       workerId,
-      eventId: 1,
-      events: [{ type: "kv-block-stored", parentHash: null, blocks, blockSize: BS }],
+      eventId,
+      events: [{ type: "kv-block-stored", parentHash: null, blocks, blockSize: BS, storageTier }],
     });
   };
-  return { policy, cache, activeLoad, close: () => runtime.close() };
+  return { policy, cache, activeLoad, indexer, close: () => runtime.close() };
 }
 
 test("temperature 0 picks the worker with the longest cached prefix", async () => {
@@ -41,6 +44,28 @@ test("temperature 0 picks the worker with the longest cached prefix", async () =
   cache("a", tokens(8));
   cache("b", tokens(16));
   assert.equal(policy.select([view("a"), view("b")], { model: "m", tokenIds: tokens(20) }).id, "b");
+  await close();
+});
+
+test("a prefix on a worker's host tier beats none, and loses to the same prefix on a device", async () => {
+  const { policy, cache, indexer, close } = setup();
+  cache("host", tokens(16), "host_pinned");
+  const request = { model: "m", tokenIds: tokens(20) };
+  assert.equal(policy.select([view("none"), view("host")], request).id, "host");
+  cache("device", tokens(16));
+  assert.equal(policy.select([view("host"), view("device")], request).id, "device");
+  // 1 block on the device and 3 more on the host (saving 1 + 0.8 × 3 blocks of prefill, needing 4
+  // new device blocks) beat 2 blocks on a device (saving 2, needing 3).
+  cache("split", tokens(4));
+  cache("split", tokens(16), "host_pinned");
+  cache("part", tokens(8));
+  assert.equal(policy.select([view("part"), view("split")], request).id, "split");
+  const matches = indexer.findMatches(
+    Array.from({ length: 5 }, (_, i) => localBlockHash(tokens(20).slice(i * BS, (i + 1) * BS))),
+  );
+  assert.equal(matches.scores.get("split"), 1, "device scores count the device alone");
+  assert.equal(matches.lowerTierScores?.get("split"), 4);
+  assert.equal(matches.treeSizes.get("split"), 1);
   await close();
 });
 

@@ -17,6 +17,11 @@ export interface KvPolicyOptions {
   readonly blockSize: number;
   /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
   readonly overlapWeight?: number;
+  /**
+   * What a block on a worker's lower tier (host memory, disk) saves of its prefill, against 1 for a
+   * block on its device: it is copied back rather than recomputed. Default 0.8 (llm-d's CPU weight).
+   */
+  readonly lowerTierWeight?: number;
   /** 0 picks the cheapest; above 0 samples a softmax over costs. Default 0. */
   readonly temperature?: number;
   readonly random?: () => number;
@@ -28,10 +33,12 @@ export interface KvPolicyOptions {
  * Dynamo's KV-aware selection: cost = overlap_weight × prefill_tokens / block_size + decode_blocks,
  * where prefill_tokens is the worker's active prefill plus the request's uncached tokens, and
  * decode_blocks its active blocks plus the request's blocks it does not cache. Lowest cost wins; ties go to the worker
- * with the smaller tree, then at random.
+ * with the smaller tree, then at random. Blocks a worker holds only on a lower tier (host, disk)
+ * count as `lowerTierWeight` of a cached block in its prefill tokens; they still need device blocks.
  */
 export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   const weight = options.overlapWeight ?? 1;
+  const lowerTierWeight = options.lowerTierWeight ?? 0.8;
   const temperature = options.temperature ?? 0;
   const random = options.random ?? Math.random;
   const bs = options.blockSize;
@@ -43,10 +50,10 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       const t0 = performance.now();
       const hashes = hashBlocks(request.tokenIds, bs).local;
       const t1 = performance.now();
-      const { scores, treeSizes } = options.indexer.findMatches(hashes);
+      const { scores, treeSizes, lowerTierScores } = options.indexer.findMatches(hashes);
       const t2 = performance.now();
       overlapOf.set(request, scores);
-      const chosen = choose(scores, treeSizes);
+      const chosen = choose(scores, treeSizes, lowerTierScores);
       if (options.onOverhead) {
         options.onOverhead("block_hashing", t1 - t0);
         options.onOverhead("indexer_find_matches", t2 - t1);
@@ -54,12 +61,14 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       }
       return chosen;
 
-      function choose(scores: Map<string, number>, treeSizes: Map<string, number>): WorkerView {
+      function choose(scores: Map<string, number>, treeSizes: Map<string, number>, lower?: Map<string, number>): WorkerView {
         const isl = request.tokenIds.length;
         const costs = candidates.map((w) => {
           const overlap = scores.get(w.id) ?? 0;
+          const lowerOnly = Math.max(0, (lower?.get(w.id) ?? 0) - overlap);
           const active = options.activeLoad.of(w.id);
-          const prefill = active.prefillTokens + Math.max(0, isl - overlap * bs);
+          const saved = (overlap + lowerTierWeight * lowerOnly) * bs;
+          const prefill = active.prefillTokens + Math.max(0, isl - saved);
           // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
           const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
           const w8 = request.overrides?.overlapWeight ?? weight;

@@ -29,6 +29,12 @@ export interface PoolOptions {
   readonly timing?: TimingModel | undefined;
   /** KV selection weight of prefill work (0: decode pools choose by load alone). Default 1. */
   readonly overlapWeight?: number;
+  /** Host-tier blocks per worker (0: none). */
+  readonly hostKvBlocks?: number;
+  /** Host-to-device bandwidth for onboarding, GB/s. */
+  readonly hostGbps?: number | undefined;
+  /** What a lower-tier block saves of prefill in the KV policy, against 1 on the device. */
+  readonly lowerTierWeight?: number | undefined;
 }
 
 interface MutableView {
@@ -70,6 +76,8 @@ export class ReplayPool {
           kvBlocks: o.kvBlocks,
           contextLength: o.contextLength,
           kvBytesPerToken: o.kvBytesPerToken,
+          hostKvBlocks: o.hostKvBlocks ?? 0,
+          ...(o.hostGbps !== undefined ? { hostGbps: o.hostGbps } : {}),
           ...(o.timing ? { timing: o.timing } : {}),
         }),
     );
@@ -82,7 +90,13 @@ export class ReplayPool {
       return { id, card: modelCardFor(engine.info, "replay", o.role), inflight: 0, published: undefined };
     });
     const random = (): number => o.rng.next();
-    const kv = { blockSize: o.blockSize, activeLoad: this.#load, random, overlapWeight: o.overlapWeight ?? 1 };
+    const kv = {
+      blockSize: o.blockSize,
+      activeLoad: this.#load,
+      random,
+      overlapWeight: o.overlapWeight ?? 1,
+      ...(o.lowerTierWeight !== undefined ? { lowerTierWeight: o.lowerTierWeight } : {}),
+    };
     this.#policy =
       o.policy === "kv"
         ? kvPolicy({ indexer: this.#indexer, ...kv })

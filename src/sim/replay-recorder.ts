@@ -13,6 +13,7 @@ export class ReplayRecorder {
   readonly #slo: ServiceLevel;
   promptTokens = 0;
   cachedTokens = 0;
+  hostCachedTokens = 0;
   outputTokens = 0;
   completed = 0;
   #withinSlo = 0;
@@ -31,11 +32,13 @@ export class ReplayRecorder {
     itlMs: number | undefined;
     promptTokens: number;
     cachedTokens: number;
+    hostCachedTokens?: number | undefined;
     outputTokens: number;
   }): void {
     this.completed++;
     this.promptTokens += r.promptTokens;
     this.cachedTokens += r.cachedTokens;
+    this.hostCachedTokens += r.hostCachedTokens ?? 0;
     this.outputTokens += r.outputTokens;
     this.ttft.push(r.ttftMs);
     if (r.itlMs !== undefined) this.#itl.push(r.itlMs);
@@ -46,6 +49,11 @@ export class ReplayRecorder {
 
   get hitRate(): number {
     return this.promptTokens === 0 ? 0 : this.cachedTokens / this.promptTokens;
+  }
+
+  /** The part of the hit rate served from host tiers. */
+  get hostHitRate(): number {
+    return this.promptTokens === 0 ? 0 : this.hostCachedTokens / this.promptTokens;
   }
 
   get ttftSummary(): Summary {

@@ -44,6 +44,8 @@ async function stream(
         itlMs: count > 1 ? (last - first) / (count - 1) : undefined,
         promptTokens: item.promptTokens,
         cachedTokens: cachedTokens ?? item.cachedTokens,
+        // Disaggregated: the prefill worker's cache hits, which do not say which tier served them.
+        hostCachedTokens: cachedTokens === undefined ? item.hostCachedTokens : undefined,
         outputTokens: item.completionTokens,
       });
     }

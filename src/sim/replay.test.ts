@@ -45,6 +45,27 @@ test("kv routing finds the sessions' cached prefixes that round-robin scatters",
   assert.ok(kv.hit_rate <= sharedCacheHitBound(trace, 64, 16) + 1e-9);
 });
 
+test("a host tier serves prefixes the devices evicted: higher hit rate, part of it from the host", async () => {
+  // 40 device blocks per worker (the longest request needs 33) cannot keep 6 sessions' growing prompts; 256 host blocks can.
+  const options = {
+    trace: conversationTrace(),
+    workers: 2,
+    blockSize: 16,
+    traceBlockSize: 64,
+    kvBlocks: 40,
+    policy: "kv",
+  } as const;
+  const deviceOnly = await replay(options);
+  const tiered = await replay({ ...options, hostKvBlocks: 256 });
+  const again = await replay({ ...options, hostKvBlocks: 256 });
+  assert.deepEqual([deviceOnly.completed, tiered.completed], [30, 30]);
+  assert.equal(deviceOnly.host_hit_rate, 0);
+  assert.ok(tiered.host_hit_rate > 0, "some hits came back from the host");
+  assert.ok(tiered.hit_rate > deviceOnly.hit_rate, `tiered ${tiered.hit_rate} vs device only ${deviceOnly.hit_rate}`);
+  assert.ok(tiered.hit_rate <= sharedCacheHitBound(options.trace, 64, 16) + 1e-9);
+  assert.deepEqual({ ...tiered, wall_seconds: 0 }, { ...again, wall_seconds: 0 }, "deterministic with tiers too");
+});
+
 test("the TTFT chart draws one curve and one legend entry per policy", () => {
   const svg = renderTtftChart(
     [

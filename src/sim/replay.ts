@@ -33,6 +33,12 @@ export interface ReplayOptions {
   readonly blockSize?: number;
   /** KV capacity per worker, in blocks. Default 16384. */
   readonly kvBlocks?: number;
+  /** Host-tier (pinned host memory) capacity per worker, in blocks. Default 0: no host tier. */
+  readonly hostKvBlocks?: number;
+  /** Host-to-device bandwidth that onboards host-tier blocks, GB/s. Default 25. */
+  readonly hostGbps?: number;
+  /** KV policy: what a host-tier block saves of prefill, against 1 on the device. Default 0.8. */
+  readonly lowerTierWeight?: number;
   /** Longest prompt plus completion a worker takes. Default 131072 (Mooncake's traces reach ~122k). */
   readonly contextLength?: number;
   /** Tokens per trace hash id. Default 512. */
@@ -56,8 +62,10 @@ export interface ReplayResult {
   readonly deployment: string;
   readonly requests: number;
   readonly completed: number;
-  /** Prompt tokens served from a worker's prefix cache / all prompt tokens. */
+  /** Prompt tokens served from a worker's prefix cache (device or host tier) / all prompt tokens. */
   readonly hit_rate: number;
+  /** The part of `hit_rate` copied back from host tiers. */
+  readonly host_hit_rate: number;
   readonly ttft_ms: Summary;
   readonly itl_ms: Summary;
   readonly throughput_tok_s: number;
@@ -90,6 +98,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     contextLength: options.contextLength ?? 131072,
     kvBytesPerToken,
     timing: options.timing,
+    hostKvBlocks: options.hostKvBlocks ?? 0,
+    hostGbps: options.hostGbps,
+    lowerTierWeight: options.lowerTierWeight,
   };
   const prefillCount = options.prefill ?? 0;
   const disaggregated = prefillCount > 0;
@@ -151,6 +162,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     requests: total,
     completed: recorder.completed,
     hit_rate: recorder.hitRate,
+    host_hit_rate: recorder.hostHitRate,
     ttft_ms: recorder.ttftSummary,
     itl_ms: recorder.itlSummary,
     throughput_tok_s: simSeconds === 0 ? 0 : recorder.outputTokens / simSeconds,

@@ -9,8 +9,12 @@ export class MockSequence {
   readonly maxTokens: number;
   /** Tokens whose KV is computed. */
   computed = 0;
-  /** Prompt tokens found in the prefix cache at admission. */
+  /** Prompt tokens found in the prefix cache at admission (device and host tier). */
   cachedTokens = 0;
+  /** Of `cachedTokens`, those copied back from the host tier. */
+  hostCachedTokens = 0;
+  /** Tokens the last `adoptCachedPrefix` copied back from the host tier. */
+  onboardedTokens = 0;
   generated = 0;
   cancelled = false;
   /** Disaggregated decode: the prompt's KV came from a prefill worker, which sampled this first token. */
@@ -36,17 +40,30 @@ export class MockSequence {
     return this.#fullBlocks.length + (this.#holdsPartial ? 1 : 0);
   }
 
-  /** Takes the cached prefix of the tokens from the cache; returns the tokens it covers. */
+  /**
+   * Takes the cached prefix of the tokens: blocks on the device, then the blocks that follow them on
+   * the host tier, copied back into device blocks while there are free ones. Returns the tokens
+   * covered.
+   */
   adoptCachedPrefix(blocks: BlockManager): number {
     const fullBlocks = Math.floor((this.tokens.length - 1) / blocks.blockSize);
-    const hashes = this.#hashesUpTo(fullBlocks, blocks.blockSize).sequence;
-    const hit = blocks.cachedPrefix(hashes.slice(0, fullBlocks));
+    const { local, sequence } = this.#hashesUpTo(fullBlocks, blocks.blockSize);
+    const hashes = sequence.slice(0, fullBlocks);
+    const hit = blocks.cachedPrefix(hashes);
     for (let b = 0; b < hit; b++) {
       const hash = hashes[b] as bigint;
       blocks.acquireCached(hash);
       this.#fullBlocks.push(hash);
     }
-    this.computed = hit * blocks.blockSize;
+    let onboarded = 0;
+    const onHost = blocks.hostPrefix(hashes, hit);
+    for (let b = hit; b < hit + onHost; b++) {
+      if (!blocks.onboard(hashes[b] as bigint, local[b] as bigint, this.#fullBlocks[b - 1] ?? null)) break;
+      this.#fullBlocks.push(hashes[b] as bigint);
+      onboarded++;
+    }
+    this.onboardedTokens = onboarded * blocks.blockSize;
+    this.computed = (hit + onboarded) * blocks.blockSize;
     return this.computed;
   }
 

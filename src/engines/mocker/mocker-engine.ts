@@ -10,6 +10,7 @@ import { BYTE_SPECIAL_TOKENS, ByteTokenizer } from "../byte-tokenizer.js";
 import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillResult } from "../engine.js";
 import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
 import { BlockManager } from "./block-manager.js";
+import { HostTier } from "./host-tier.js";
 import { MockSequence } from "./mock-sequence.js";
 import { MockText } from "./mock-text.js";
 import { MockScheduler } from "./scheduler.js";
@@ -33,6 +34,10 @@ export interface MockerEngineOptions {
   readonly timing?: TimingModel;
   /** KV bytes per token a disaggregated handoff moves. Default 131072 (Llama 3 8B, FP16). */
   readonly kvBytesPerToken?: number;
+  /** Host-tier (pinned host memory) capacity in blocks; 0, the default, means none. */
+  readonly hostKvBlocks?: number;
+  /** Host-to-device copy bandwidth for onboarding, GB/s. Default 25 (PCIe 5 x16, in practice). */
+  readonly hostGbps?: number;
 }
 
 interface Pending {
@@ -78,13 +83,19 @@ export class MockerEngine implements Engine {
     this.#text = new MockText(new ByteTokenizer());
     this.#clock = options.clock ?? new RealClock();
     this.#kvBytesPerToken = options.kvBytesPerToken ?? 131072;
-    this.#blocks = new BlockManager(kvBlocks, blockSize, (events) => {
+    const emit = (events: KvEvent[]): void => {
       for (const listener of this.#listeners) listener(events);
-    });
+    };
+    const hostBlocks = options.hostKvBlocks ?? 0;
+    const host = hostBlocks > 0 ? new HostTier(hostBlocks, blockSize, emit) : undefined;
+    this.#blocks = new BlockManager(kvBlocks, blockSize, emit, host);
+    const speedup = options.speedupRatio ?? 1;
+    const bytesPerMs = (options.hostGbps ?? 25) * 1e6;
     this.#scheduler = new MockScheduler({
       clock: this.#clock,
       blocks: this.#blocks,
-      timing: options.timing ?? polynomialTimingModel(options.speedupRatio ?? 1),
+      timing: options.timing ?? polynomialTimingModel(speedup),
+      onboardMs: (tokens) => (tokens * this.#kvBytesPerToken) / bytesPerMs / speedup,
       maxBatchedTokens: this.info.maxBatchedTokens,
       maxSequences: this.info.maxSequences,
       nextToken: (s) => this.#text.tokenAt(s.tokens, s.promptLength, s.generated),
@@ -174,6 +185,7 @@ export class MockerEngine implements Engine {
           promptTokens: sequence.promptLength,
           completionTokens: sequence.generated,
           cachedTokens: sequence.cachedTokens,
+          ...(sequence.hostCachedTokens > 0 ? { hostCachedTokens: sequence.hostCachedTokens } : {}),
         };
         return;
       }

@@ -7,6 +7,8 @@ export interface SchedulerOptions {
   readonly clock: Clock;
   readonly blocks: BlockManager;
   readonly timing: TimingModel;
+  /** Milliseconds to copy `tokens` tokens of KV from the host tier to the device. Default: free. */
+  readonly onboardMs?: (tokens: number) => number;
   readonly maxBatchedTokens: number;
   readonly maxSequences: number;
   /** Called after each step for every sequence that got a new token or ended. */
@@ -121,7 +123,11 @@ export class MockScheduler {
     while (budget > 0 && this.#waiting.length > 0 && this.#running.length < this.#o.maxSequences) {
       const s = this.#waiting[0] as MockSequence;
       const cached = s.adoptCachedPrefix(blocks);
-      if (s.generated === 0) s.cachedTokens = Math.min(cached, s.promptLength);
+      if (s.generated === 0) {
+        s.cachedTokens = Math.min(cached, s.promptLength);
+        // An admission that failed after onboarding finds those blocks on the device next time.
+        s.hostCachedTokens = Math.min(Math.max(s.hostCachedTokens, s.onboardedTokens), s.cachedTokens);
+      }
       if (s.importedFirstToken !== undefined && s.generated === 0) {
         if (!this.#admitImported(s)) break;
         admittedImported++;
@@ -143,10 +149,15 @@ export class MockScheduler {
       prefillTokens += done;
       if (s.remaining === 0) stepped.add(s);
     }
+    // Copies from the host tier hold the step up (modelled as synchronous loads, as LMCache does).
+    const onboardMs = this.#o.onboardMs?.(blocks.takeOnboarded() * blocks.blockSize) ?? 0;
     // Imported admissions cost no modelled time; the next step decodes them.
-    if (stepped.size === 0 && prefillTokens === 0) return admittedImported > 0;
+    if (stepped.size === 0 && prefillTokens === 0) {
+      if (onboardMs > 0) await this.#o.clock.sleep(onboardMs);
+      return admittedImported > 0 || onboardMs > 0;
+    }
     const kvUsage = blocks.activeBlocks / blocks.capacity;
-    const stepMs = timing.prefillMs(prefillTokens) + (decodeCount > 0 ? timing.decodeMs(kvUsage) : 0);
+    const stepMs = onboardMs + timing.prefillMs(prefillTokens) + (decodeCount > 0 ? timing.decodeMs(kvUsage) : 0);
     await this.#o.clock.sleep(stepMs);
     for (const s of stepped) {
       if (s.cancelled) continue;

@@ -163,3 +163,36 @@ test("a busy worker whose KV events stop arriving is reported once, loudly", asy
   indexer.close();
   await runtime.close();
 });
+
+test("lower-tier blocks are indexed apart from the device's, and leave with the worker", () => {
+  const indexer = new KvIndexer({ logger: silentLogger, blockSize: 16 });
+  const { local, sequence } = hashBlocks(tokens, 16);
+  const blocks = (n: number) => local.slice(0, n).map((tokensHash, i) => ({ tokensHash, blockHash: sequence[i] as bigint }));
+  const batch = (workerId: string, eventId: number, events: KvEventBatch["events"]): KvEventBatch => ({
+    type: "kv-event-batch",
+    workerId,
+    eventId,
+    events,
+  });
+  indexer.apply(batch("w1", 1, [{ type: "kv-block-stored", parentHash: null, blocks: blocks(3), blockSize: 16 }]));
+  assert.equal(indexer.findMatches(local).lowerTierScores, undefined, "no tiers reported: matches as before");
+  indexer.apply(
+    batch("w1", 2, [
+      { type: "kv-block-stored", parentHash: null, blocks: blocks(8), blockSize: 16, storageTier: "host_pinned" },
+      { type: "kv-block-removed", blockHashes: [sequence[6] as bigint], storageTier: "host_pinned" },
+      { type: "kv-block-removed", blockHashes: [sequence[2] as bigint] },
+    ]),
+  );
+  let m = indexer.findMatches(local);
+  assert.deepEqual([m.scores.get("w1"), m.lowerTierScores?.get("w1"), m.treeSizes.get("w1")], [2, 6, 2]);
+  assert.equal(m.treeSizes.size, 1, "tree sizes name workers, not tiers");
+  indexer.apply(batch("w1", 3, [{ type: "kv-cache-cleared" }]));
+  m = indexer.findMatches(local);
+  assert.deepEqual([m.scores.size, m.lowerTierScores?.size ?? 0], [0, 0], "a cleared worker holds nothing on any tier");
+  indexer.apply(
+    batch("w1", 4, [{ type: "kv-block-stored", parentHash: null, blocks: blocks(4), blockSize: 16, storageTier: "disk" }]),
+  );
+  assert.equal(indexer.findMatches(local).lowerTierScores?.get("w1"), 4);
+  indexer.removeWorker("w1");
+  assert.equal(indexer.tree.blockCount("w1\u0000disk"), 0, "leaving discovery drops every tier");
+});

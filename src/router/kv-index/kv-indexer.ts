@@ -3,6 +3,7 @@ import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } f
 import type { Runtime, Unsubscribe } from "../../runtime/index.js";
 import { subjects } from "../../worker/index.js";
 import { type ApplyStatus, type OverlapScores, RadixTree } from "./radix-tree.js";
+import { TierHolders } from "./tier-holders.js";
 
 export interface KvIndexerOptions {
   /** Where events and worker departures come from; absent when the caller applies events itself (replay). */
@@ -26,13 +27,15 @@ export type AppliedCounts = Map<`${KvEvent["type"]}:${ApplyStatus | "block_size_
 
 /**
  * Feeds a radix tree from the workers' KV events on the event plane and drops a worker's blocks
- * when it leaves discovery. Each worker numbers its batches: on a gap (or a worker first seen
+ * when it leaves discovery. Blocks on lower storage tiers (a worker's host memory, disk) are indexed
+ * apart from the device's, so routing can weigh them (Dynamo 1.0 drops them). Each worker numbers its batches: on a gap (or a worker first seen
  * mid-stream) the indexer asks the worker for what it missed, or for a dump of its whole cache,
  * holding that worker's newer batches until the answer is applied.
  */
 export class KvIndexer {
   readonly tree = new RadixTree();
   readonly applied: AppliedCounts = new Map();
+  readonly #tiers = new TierHolders();
   readonly #lastEventId = new Map<string, number>();
   readonly #stops: Unsubscribe[] = [];
   readonly #log: Logger;
@@ -141,7 +144,7 @@ export class KvIndexer {
     try {
       for await (const item of (this.#recover as RecoveryRequester)(workerId, fromEventId)) {
         if (item.type === "kv-events-dump") {
-          this.tree.removeWorker(workerId);
+          this.#dropWorkerBlocks(workerId);
           this.#applyEvents(workerId, item.events);
           this.#lastEventId.set(workerId, item.eventId);
         } else if (item.eventId > (this.#lastEventId.get(workerId) ?? 0)) {
@@ -192,12 +195,18 @@ export class KvIndexer {
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {
-    return this.tree.findMatches(localHashes);
+    return this.#tiers.split(this.tree.findMatches(localHashes));
   }
 
   removeWorker(workerId: string): void {
-    this.tree.removeWorker(workerId);
+    this.#dropWorkerBlocks(workerId);
     this.#lastEventId.delete(workerId);
+  }
+
+  /** Every block of the worker, in every tier. */
+  #dropWorkerBlocks(workerId: string): void {
+    for (const holder of this.#tiers.holdersOf(workerId)) this.tree.removeWorker(holder);
+    this.#tiers.forget(workerId);
   }
 
   close(): void {
@@ -217,11 +226,11 @@ export class KvIndexer {
           }
           return "block_size_mismatch";
         }
-        return this.tree.applyStored(workerId, event);
+        return this.tree.applyStored(this.#tiers.holder(workerId, event.storageTier), event);
       case "kv-block-removed":
-        return this.tree.applyRemoved(workerId, event.blockHashes);
+        return this.tree.applyRemoved(this.#tiers.holder(workerId, event.storageTier), event.blockHashes);
       case "kv-cache-cleared":
-        this.tree.removeWorker(workerId);
+        this.#dropWorkerBlocks(workerId);
         return "ok";
     }
   }

@@ -10,6 +10,11 @@ export interface OverlapScores {
   readonly scores: Map<string, number>;
   /** Worker id → number of blocks it holds in the tree. Shared: read it, do not change it. */
   readonly treeSizes: Map<string, number>;
+  /**
+   * Worker id → leading query blocks it holds on a lower storage tier (host, disk, external), when
+   * workers report such tiers. `scores` and `treeSizes` count the device alone.
+   */
+  readonly lowerTierScores?: Map<string, number>;
 }
 
 const ROOT = 0;
