@@ -86,7 +86,13 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
   await indexer?.ready;
   const registration = await serveRouteQueries(
     runtime,
-    kvPolicy({ indexer: index, blockSize, activeLoad, overlapWeight: options.kvOverlapWeight }),
+    kvPolicy({
+      indexer: index,
+      blockSize,
+      activeLoad,
+      overlapWeight: options.kvOverlapWeight,
+      lowerTierWeight: options.lowerTierWeight,
+    }),
     workers,
   );
   out(`armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${options.bus}\n`);

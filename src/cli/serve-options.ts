@@ -53,6 +53,10 @@ export interface ServeOptions {
   readonly durableKvEvents: boolean;
   /** KV router: weight of prefill work against decode load in the cost (Dynamo's default 1). */
   readonly kvOverlapWeight: number | undefined;
+  readonly lowerTierWeight: number | undefined;
+  readonly kvBlocks: number | undefined;
+  readonly hostKvBlocks: number | undefined;
+  readonly hostGbps: number | undefined;
 }
 
 interface Setting {
@@ -154,6 +158,26 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_KV_OVERLAP_WEIGHT",
     help: "kv router: weight of prefill work against decode load in the cost (default 1, Dynamo's)",
   },
+  "lower-tier-weight": {
+    type: "number",
+    env: "ARMATURE_LOWER_TIER_WEIGHT",
+    help: "kv router: what a block on a worker's host tier saves of prefill, against 1 on its device (default 0.8)",
+  },
+  "kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_KV_BLOCKS",
+    help: "mocker: device KV blocks per worker (default 16384, Dynamo's mocker)",
+  },
+  "host-kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_HOST_KV_BLOCKS",
+    help: "mocker: host-tier KV blocks per worker, a write-through copy evicted prefixes come back from (default 0: none)",
+  },
+  "host-gbps": {
+    type: "number",
+    env: "ARMATURE_HOST_GBPS",
+    help: "mocker: host-to-device copy bandwidth for onboarding, GB/s (default 25)",
+  },
   "durable-kv-events": {
     type: "string",
     env: "ARMATURE_DURABLE_KV_EVENTS",
@@ -254,6 +278,10 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     transferAdvertiseHost: str("transfer-advertise-host"),
     durableKvEvents: str("durable-kv-events") === "on",
     kvOverlapWeight: num("kv-overlap-weight", false, 0),
+    lowerTierWeight: num("lower-tier-weight", false, 0),
+    kvBlocks: num("kv-blocks", true, 1),
+    hostKvBlocks: num("host-kv-blocks", true, 0),
+    hostGbps: num("host-gbps", false, Number.MIN_VALUE),
   };
 }
 

@@ -59,7 +59,14 @@ export async function startFrontend(
   // With a router service, the local policy only decides while the service does not answer.
   const makePolicy = (): RoutingPolicy =>
     index
-      ? kvPolicy({ indexer: index, blockSize, activeLoad, onOverhead, overlapWeight: options.kvOverlapWeight })
+      ? kvPolicy({
+          indexer: index,
+          blockSize,
+          activeLoad,
+          onOverhead,
+          overlapWeight: options.kvOverlapWeight,
+          lowerTierWeight: options.lowerTierWeight,
+        })
       : createBasicPolicy(routerName === "remote" ? "round-robin" : (routerName as BasicPolicyName));
   const remote = routerName === "remote" ? remoteSelector(runtime) : undefined;
   const busy = {

@@ -60,6 +60,9 @@ export async function startWorkers(
             ...(options.contextSize ? { contextLength: options.contextSize } : {}),
             ...(timing ? { timing } : {}),
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+            ...(options.kvBlocks ? { kvBlocks: options.kvBlocks } : {}),
+            ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
+            ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
           });
       const transfer = {
         ...(options.transferHost ? { host: options.transferHost } : {}),
