@@ -1,5 +1,6 @@
 import type { KvEvent } from "../../protocol/index.js";
 import type { HostTier } from "./host-tier.js";
+import { type CachedBlock, storedEventsParentsFirst } from "./stored-events.js";
 
 /**
  * vLLM-like paged KV cache with prefix caching: full blocks are identified by their sequence hash
@@ -15,7 +16,7 @@ export class BlockManager {
   /** Unused cached blocks, oldest first (Map keeps insertion order). */
   readonly #lru = new Map<bigint, true>();
   /** Parent and token hash of each cached block, for dumps. */
-  readonly #meta = new Map<bigint, { parent: bigint | null; tokensHash: bigint }>();
+  readonly #meta = new Map<bigint, CachedBlock>();
   /** Blocks held by requests that are not full yet (no hash). */
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
@@ -123,7 +124,7 @@ export class BlockManager {
     }
     for (let i = chain.length - 1; i >= 0; i--) {
       const h = chain[i] as bigint;
-      const meta = this.#meta.get(h) as { parent: bigint | null; tokensHash: bigint };
+      const meta = this.#meta.get(h) as CachedBlock;
       host.offload(h, meta.parent, meta.tokensHash);
     }
   }
@@ -150,28 +151,7 @@ export class BlockManager {
    * whose parent was evicted is left out: no prefix match can reach it.
    */
   dump(): KvEvent[] {
-    return [...this.#deviceDump(), ...(this.#host?.dump() ?? [])];
-  }
-
-  #deviceDump(): KvEvent[] {
-    const events: KvEvent[] = [];
-    const emitted = new Set<bigint>();
-    let progress = true;
-    while (progress) {
-      progress = false;
-      for (const [hash, meta] of this.#meta) {
-        if (emitted.has(hash) || (meta.parent !== null && !emitted.has(meta.parent))) continue;
-        emitted.add(hash);
-        progress = true;
-        events.push({
-          type: "kv-block-stored",
-          parentHash: meta.parent,
-          blocks: [{ blockHash: hash, tokensHash: meta.tokensHash }],
-          blockSize: this.blockSize,
-        });
-      }
-    }
-    return events;
+    return [...storedEventsParentsFirst(this.#meta, this.blockSize), ...(this.#host?.dump() ?? [])];
   }
 
   /** Drops every unused cached block, and the host tier. */

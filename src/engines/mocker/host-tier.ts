@@ -1,9 +1,5 @@
 import type { KvEvent } from "../../protocol/index.js";
-
-interface HostBlock {
-  readonly parent: bigint | null;
-  readonly tokensHash: bigint;
-}
+import { type CachedBlock, storedEventsParentsFirst } from "./stored-events.js";
 
 /**
  * The mocker's host tier (KVBM's G2, pinned host memory): a write-through copy of the blocks the
@@ -15,7 +11,7 @@ export class HostTier {
   readonly capacity: number;
   readonly #blockSize: number;
   /** Blocks by sequence hash, least recently used first (a Map keeps insertion order). */
-  readonly #blocks = new Map<bigint, HostBlock>();
+  readonly #blocks = new Map<bigint, CachedBlock>();
   readonly #emit: (events: KvEvent[]) => void;
 
   constructor(capacity: number, blockSize: number, emit: (events: KvEvent[]) => void) {
@@ -62,25 +58,7 @@ export class HostTier {
 
   /** Every block as stored events, parents before children; orphans (parent evicted) left out. */
   dump(): KvEvent[] {
-    const events: KvEvent[] = [];
-    const emitted = new Set<bigint>();
-    let progress = true;
-    while (progress) {
-      progress = false;
-      for (const [hash, block] of this.#blocks) {
-        if (emitted.has(hash) || (block.parent !== null && !emitted.has(block.parent))) continue;
-        emitted.add(hash);
-        progress = true;
-        events.push({
-          type: "kv-block-stored",
-          parentHash: block.parent,
-          blocks: [{ blockHash: hash, tokensHash: block.tokensHash }],
-          blockSize: this.#blockSize,
-          storageTier: "host_pinned",
-        });
-      }
-    }
-    return events;
+    return storedEventsParentsFirst(this.#blocks, this.#blockSize, "host_pinned");
   }
 
   /** Drops everything silently (the caller announces a `kv-cache-cleared`, which covers every tier). */
