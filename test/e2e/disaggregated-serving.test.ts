@@ -43,22 +43,28 @@ async function complete(server: ServeProcess, prompt: string) {
   };
 }
 
-// The aggregated reference runs one request at a time: llama.cpp on CPU is not batch-invariant when
-// several prompts prefill in one batch (an aggregated server under concurrency can itself differ from
-// its one-at-a-time output; see docs/decisions/0005). The decode worker only decodes, so it matches.
-test("disaggregated greedy output, 4 requests in flight, equals aggregated output for 54 prompts", async () => {
+// llama.cpp on CPU is not batch-invariant: when several prompts prefill (or decode) in one batch the
+// greedy output can change, on an aggregated server as on a disaggregated one (docs/decisions/0005;
+// measured: 1 of 54 prompts now and then). So the exact comparison runs one request at a time on both
+// servers, and the run with 4 in flight must agree on all but a few prompts.
+test("disaggregated greedy output equals aggregated output for 54 prompts, exactly one at a time and with 4 in flight but for batch effects", async () => {
   const expected = await pool(prompts, 1, (p) => complete(aggregated, p));
-  const actual = await pool(prompts, 4, (p) => complete(disaggregated, p));
+  const oneAtATime = await pool(prompts, 1, (p) => complete(disaggregated, p));
+  const concurrent = await pool(prompts, 4, (p) => complete(disaggregated, p));
   for (const [i, prompt] of prompts.entries()) {
-    assert.equal(actual[i]?.text, expected[i]?.text, prompt);
-    assert.equal(actual[i]?.tokens, expected[i]?.tokens, prompt);
+    assert.equal(oneAtATime[i]?.text, expected[i]?.text, prompt);
+    assert.equal(oneAtATime[i]?.tokens, expected[i]?.tokens, prompt);
     assert.equal(expected[i]?.prefillWorker, null, "the aggregated server names no prefill worker");
-    assert.match(actual[i]?.prefillWorker ?? "", /^worker-/, "each request was prefilled on the prefill worker");
-    assert.notEqual(actual[i]?.prefillWorker, actual[i]?.worker);
+    for (const actual of [oneAtATime[i], concurrent[i]]) {
+      assert.match(actual?.prefillWorker ?? "", /^worker-/, "each request was prefilled on the prefill worker");
+      assert.notEqual(actual?.prefillWorker, actual?.worker);
+    }
   }
+  const same = prompts.filter((_, i) => concurrent[i]?.text === expected[i]?.text).length;
+  assert.ok(same >= prompts.length - 4, `with 4 in flight ${same} of ${prompts.length} completions matched`);
   assert.ok(new Set(expected.map((r) => r.text)).size > 20, "the prompts give varied completions");
   const metrics = await (await fetch(`${disaggregated.url}/metrics`)).text();
-  assert.match(metrics, /armature_disagg_prefill_requests_total\{where="remote"\} 54/);
+  assert.match(metrics, new RegExp(`armature_disagg_prefill_requests_total\\{where="remote"\\} ${2 * prompts.length}\\b`));
   assert.match(metrics, /armature_kv_transfer_bytes_total\{backend="file"\} \d+/);
   assert.doesNotMatch(metrics, /armature_disagg_local_prefill_fallbacks_total\{/);
 });
