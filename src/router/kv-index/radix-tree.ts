@@ -98,10 +98,11 @@ export class RadixTree {
     if (!distinct(event.parentHash, blocks, halves)) return "invalid_block";
     for (let i = 0; i < blocks.length; i++) {
       split((blocks[i] as KvBlockStored["blocks"][number]).tokensHash);
-      let child = this.#children.get(node, HI, LO);
+      // The next free node is claimed only if the child is new (one probe either way).
+      const candidate = this.#peekFreeNode();
+      let child = this.#children.getOrSet(node, HI, LO, candidate);
       if (child === NONE) {
         child = this.#newNode(node, HI, LO);
-        this.#children.set(node, HI, LO, child);
         this.#node[node * FIELDS + CHILDREN] = (this.#node[node * FIELDS + CHILDREN] as number) + 1;
       }
       this.#addHolder(child, w);
@@ -328,6 +329,11 @@ export class RadixTree {
   #recycle(node: number): void {
     this.#node[node * FIELDS + CHILDREN] = 0;
     this.#free.push(node);
+  }
+
+  /** The node `#newNode` will hand out next. */
+  #peekFreeNode(): number {
+    return this.#free.length > 0 ? (this.#free[this.#free.length - 1] as number) : this.#nodes;
   }
 
   #newNode(parent: number, hi: number, lo: number): number {

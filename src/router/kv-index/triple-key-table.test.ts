@@ -17,9 +17,13 @@ test("the table agrees with a Map through random inserts, updates and deletes, a
     const [a, hi, lo] = keys[Math.floor(rng.next() * keys.length)] as [number, number, number];
     const name = `${a}/${hi}/${lo}`;
     const roll = rng.next();
-    if (roll < 0.5) {
+    if (roll < 0.4) {
       assert.equal(table.set(a, hi, lo, step), !reference.has(name));
       reference.set(name, step);
+    } else if (roll < 0.5) {
+      // getOrSet keeps an existing value, or stores the new one.
+      assert.equal(table.getOrSet(a, hi, lo, step), reference.get(name) ?? -1);
+      if (!reference.has(name)) reference.set(name, step);
     } else if (roll < 0.8) assert.equal(table.delete(a, hi, lo), reference.delete(name));
     else assert.equal(table.get(a, hi, lo), reference.get(name) ?? -1);
   }

@@ -55,6 +55,26 @@ export class TripleKeyTable {
     return -1;
   }
 
+  /**
+   * The value stored for the key; when there is none, stores `value` and returns -1 — one probe
+   * where `get` then `set` take two.
+   */
+  getOrSet(a: number, hi: number, lo: number, value: number): number {
+    if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
+    const h = hi | 0;
+    const l = lo | 0;
+    const found = this.#find(a, h, l);
+    const slots = this.#slots;
+    if (found >= 0) return slots[found + 3] as number;
+    const at = ~found;
+    slots[at] = a;
+    slots[at + 1] = h;
+    slots[at + 2] = l;
+    slots[at + 3] = value;
+    this.#size++;
+    return -1;
+  }
+
   /** Removes the key; true when it was there. */
   delete(a: number, hi: number, lo: number): boolean {
     return this.take(a, hi, lo) !== -1;
