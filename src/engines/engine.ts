@@ -23,6 +23,8 @@ export type KvExport =
 export interface PrefillResult {
   readonly firstToken: number | undefined;
   readonly cachedTokens: number;
+  /** Of `cachedTokens`, those copied back from a host tier (engines that have one). */
+  readonly hostCachedTokens?: number | undefined;
   readonly kv: KvExport | undefined;
 }
 

@@ -39,3 +39,14 @@ test("goodput counts only the requests within the targets", async () => {
   assert.equal(all.goodput_req_s, all.completed / all.sim_seconds);
   assert.equal(strict.goodput_req_s, 0);
 });
+
+test("a disaggregated replay counts the prefill workers' host-tier hits", async () => {
+  // 34 device blocks hold one 32-block prompt: the next one evicts most of the shared first blocks.
+  const options = { ...base, workers: 0, prefill: 2, decode: 2, kvBlocks: 34 };
+  const deviceOnly = await replay(options);
+  const tiered = await replay({ ...options, hostKvBlocks: 512 });
+  assert.equal(tiered.completed, 40);
+  assert.equal(deviceOnly.host_hit_rate, 0);
+  assert.ok(tiered.host_hit_rate > 0, "shared first blocks came back from the prefill workers' host tiers");
+  assert.ok(tiered.hit_rate > deviceOnly.hit_rate, `${deviceOnly.hit_rate} → ${tiered.hit_rate}`);
+});

@@ -25,7 +25,7 @@ async function stream(
   recorder: ReplayRecorder,
   decode: Assignment,
   options: Parameters<MockerEngine["generate"]>[1],
-  cachedTokens: number | undefined,
+  prefilled: { cachedTokens: number; hostCachedTokens?: number | undefined } | undefined,
 ): Promise<void> {
   let first = -1;
   let last = -1;
@@ -43,9 +43,9 @@ async function stream(
         ttftMs: first - arrival,
         itlMs: count > 1 ? (last - first) / (count - 1) : undefined,
         promptTokens: item.promptTokens,
-        cachedTokens: cachedTokens ?? item.cachedTokens,
-        // Disaggregated: the prefill worker's cache hits, which do not say which tier served them.
-        hostCachedTokens: cachedTokens === undefined ? item.hostCachedTokens : undefined,
+        // Disaggregated: the prefill worker's cache hits count, not the decode worker's.
+        cachedTokens: prefilled ? prefilled.cachedTokens : item.cachedTokens,
+        hostCachedTokens: prefilled ? prefilled.hostCachedTokens : item.hostCachedTokens,
         outputTokens: item.completionTokens,
       });
     }
@@ -115,16 +115,7 @@ export async function serveDisaggregated(
     transferMs: transferMs(model.transfer, bytes),
   };
   try {
-    await stream(
-      clock,
-      decode.engine,
-      request,
-      arrival,
-      recorder,
-      decode,
-      { signal: neverAborted(), importedKv },
-      result.cachedTokens,
-    );
+    await stream(clock, decode.engine, request, arrival, recorder, decode, { signal: neverAborted(), importedKv }, result);
   } catch {
     // Refused by the decode engine: not completed.
   } finally {

@@ -121,13 +121,15 @@ export class MockerEngine implements Engine {
   async prefill(request: GenerateRequest, options: { signal: AbortSignal }): Promise<PrefillResult> {
     let firstToken: number | undefined;
     let cachedTokens = 0;
+    let hostCachedTokens: number | undefined;
     for await (const item of this.generate({ ...request, maxTokens: 1 }, { signal: options.signal })) {
       if (item.type === "token-delta") firstToken ??= item.tokenIds[0];
-      else cachedTokens = item.cachedTokens;
+      else ({ cachedTokens, hostCachedTokens } = item);
     }
     if (options.signal.aborted) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
     const bytes = request.tokenIds.length * this.#kvBytesPerToken;
-    return { firstToken, cachedTokens, kv: firstToken === undefined ? undefined : { format: "modelled", bytes } };
+    const kv = firstToken === undefined ? undefined : ({ format: "modelled", bytes } as const);
+    return { firstToken, cachedTokens, kv, ...(hostCachedTokens ? { hostCachedTokens } : {}) };
   }
 
   async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
