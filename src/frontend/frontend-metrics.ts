@@ -14,6 +14,8 @@ export interface RequestOutcome {
   readonly inputTokens?: number | undefined;
   readonly outputTokens?: number | undefined;
   readonly cachedTokens?: number | undefined;
+  /** Of `cachedTokens`, those the worker copied back from its host tier. */
+  readonly hostCachedTokens?: number | undefined;
 }
 
 /** Tracks one request's latencies as its tokens arrive. */
@@ -62,6 +64,7 @@ export class RequestTimer {
       m.outputTokensTotal.inc({ model }, outcome.outputTokens);
     }
     if (outcome.cachedTokens !== undefined) m.cachedTokens.observe({ model }, outcome.cachedTokens);
+    if (outcome.hostCachedTokens) m.hostCachedTokensTotal.inc({ model }, outcome.hostCachedTokens);
   }
 }
 
@@ -76,6 +79,7 @@ export class FrontendMetrics {
   readonly outputTokens: HistogramMetric;
   readonly outputTokensTotal: CounterMetric;
   readonly cachedTokens: HistogramMetric;
+  readonly hostCachedTokensTotal: CounterMetric;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -125,6 +129,11 @@ export class FrontendMetrics {
       "Prompt tokens served from a worker's prefix cache",
       ["model"],
       TOKEN_BUCKETS,
+    );
+    this.hostCachedTokensTotal = meter.counter(
+      `${p}host_cached_tokens_total`,
+      "Prompt tokens workers copied back from their host tier instead of recomputing (part of cached_tokens)",
+      ["model"],
     );
     this.#kvHitRate = meter.histogram(
       `${p}kv_hit_rate`,

@@ -16,7 +16,16 @@ export interface Usage {
 
 export type GenerationEvent =
   | { readonly type: "text"; readonly text: string }
-  | { readonly type: "end"; readonly finishReason: "stop" | "length"; readonly usage: Usage };
+  | {
+      readonly type: "end";
+      readonly finishReason: "stop" | "length";
+      readonly usage: Usage;
+      /** Of the cached tokens, those the worker copied back from its host tier (absent: none). */
+      readonly hostCachedTokens?: number | undefined;
+    };
+
+/** The last event of a generation. */
+export type GenerationEnd = Extract<GenerationEvent, { type: "end" }>;
 
 /** Hooks for latency metrics, called as token deltas arrive from the worker. */
 export interface GenerationObserver {
@@ -118,6 +127,7 @@ async function* textEvents(
   const stops = new StopMatcher(input.params.stop);
   let received = 0;
   let cached = 0;
+  let hostCached: number | undefined;
   let finishReason: "stop" | "length" = "stop";
   let ended = false;
   let stoppedByString = false;
@@ -138,6 +148,7 @@ async function* textEvents(
       } else {
         ended = true;
         cached = item.cachedTokens;
+        hostCached = item.hostCachedTokens;
         if (item.finishReason === "error") {
           throw new ArmatureError("ENGINE_FAILED", item.error?.message ?? "the worker failed this request");
         }
@@ -169,5 +180,6 @@ async function* textEvents(
       total_tokens: promptTokens + received,
       prompt_tokens_details: { cached_tokens: cached },
     },
+    ...(hostCached ? { hostCachedTokens: hostCached } : {}),
   };
 }

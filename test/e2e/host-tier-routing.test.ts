@@ -45,6 +45,8 @@ test("a prefix a worker kept on its host tier draws the request there, and comes
     assert.equal(served.worker, a, "2 device blocks each; a's 4 more on its host decide (a device-only tie goes to b)");
     assert.equal(served.overlap, 2, "x-armature-overlap-blocks counts device blocks");
     assert.equal(served.cached, 6 * BLOCK, "blocks A–F served from cache: A, B from the device, C–F from the host");
+    const metrics = await (await fetch(`${deployment.frontend.url}/metrics`)).text();
+    assert.match(metrics, new RegExp(`armature_frontend_host_cached_tokens_total\\{model="armature-mocker"\\} ${4 * BLOCK}\\b`));
   } finally {
     await deployment.close(1000);
   }

@@ -3,7 +3,7 @@ import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, startGeneration, type Usage } from "../generation.js";
+import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
@@ -75,9 +75,10 @@ export async function handleCompletions(
       model: request.model,
     };
     log.debug({ model: request.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
-    const usage = request.stream
+    const end = request.stream
       ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log)
       : await unaryResponse(kind, generation, idn, res, headers);
+    const usage = end?.usage;
     timer.finish({
       endpoint,
       requestType: stream ? "stream" : "unary",
@@ -86,6 +87,7 @@ export async function handleCompletions(
       inputTokens: tokenIds.length,
       outputTokens: usage?.completion_tokens,
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+      hostCachedTokens: end?.hostCachedTokens,
     });
   } catch (error) {
     const http = toHttpError(error);
@@ -120,7 +122,7 @@ async function unaryResponse(
   idn: ResponseIdentity,
   res: ServerResponse,
   headers: Record<string, string>,
-): Promise<Usage | undefined> {
+): Promise<GenerationEnd | undefined> {
   let text = "";
   for await (const event of generation.events) {
     if (event.type === "text") text += event.text;
@@ -130,7 +132,7 @@ async function unaryResponse(
           ? chatFormat.response(idn, text, event.finishReason, event.usage)
           : completionFormat.response(idn, text, event.finishReason, event.usage);
       sendJson(res, 200, body, headers);
-      return event.usage;
+      return event;
     }
   }
   return undefined;
@@ -144,7 +146,7 @@ async function streamResponse(
   res: ServerResponse,
   headers: Record<string, string>,
   log: Logger,
-): Promise<Usage | undefined> {
+): Promise<GenerationEnd | undefined> {
   const sse = new SseWriter(res, headers);
   const chunk = (text: string | null, finish: FinishReason | null): unknown =>
     kind === "chat"
@@ -170,7 +172,7 @@ async function streamResponse(
         await sse.send(kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage));
       }
       await sse.done();
-      return event.usage;
+      return event;
     }
     return undefined;
   } catch (error) {
