@@ -102,3 +102,16 @@ test("HostTier evicts least recently used, and touching keeps a block", () => {
   assert.equal(events.length, 4, "offloading a block already there only touches it");
   assert.equal(host.touch(9n), false);
 });
+
+test("HostTier's dump lists parents before children and leaves out blocks whose parent it evicted", () => {
+  const host = new HostTier(3, 4, () => {});
+  host.offload(1n, null, 11n);
+  host.offload(2n, 1n, 12n);
+  host.offload(3n, 2n, 13n);
+  host.touch(3n);
+  host.touch(2n);
+  host.offload(4n, null, 14n); // evicts block 1, the least recently used: 2 and 3 lose their root
+  host.offload(5n, 4n, 15n); // evicts block 3
+  const dumped = host.dump().map((e) => (e.type === "kv-block-stored" ? e.blocks[0]?.blockHash : undefined));
+  assert.deepEqual(dumped, [4n, 5n]);
+});
