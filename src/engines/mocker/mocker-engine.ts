@@ -65,6 +65,7 @@ export class MockerEngine implements Engine {
   constructor(options: MockerEngineOptions = {}) {
     const blockSize = options.blockSize ?? 64;
     const kvBlocks = options.kvBlocks ?? 16384;
+    this.#kvBytesPerToken = options.kvBytesPerToken ?? 131072;
     this.info = {
       kind: "mocker",
       blockSize,
@@ -78,11 +79,10 @@ export class MockerEngine implements Engine {
       bosToken: BYTE_SPECIAL_TOKENS[0],
       eosToken: BYTE_SPECIAL_TOKENS[0],
       publishesKvEvents: true,
-      kvBytesPerToken: options.kvBytesPerToken ?? 131072,
+      kvBytesPerToken: this.#kvBytesPerToken,
     };
     this.#text = new MockText(new ByteTokenizer());
     this.#clock = options.clock ?? new RealClock();
-    this.#kvBytesPerToken = options.kvBytesPerToken ?? 131072;
     const emit = (events: KvEvent[]): void => {
       for (const listener of this.#listeners) listener(events);
     };

@@ -36,23 +36,11 @@ export class TripleKeyTable {
 
   /** Sets the value and returns the one it replaced, or -1 when the key was new (one probe). */
   put(a: number, hi: number, lo: number, value: number): number {
-    if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
-    const slots = this.#slots;
-    const h = hi | 0;
-    const l = lo | 0;
-    const found = this.#find(a, h, l);
-    if (found >= 0) {
-      const previous = slots[found + 3] as number;
-      slots[found + 3] = value;
-      return previous;
-    }
-    const at = ~found;
-    slots[at] = a;
-    slots[at + 1] = h;
-    slots[at + 2] = l;
-    slots[at + 3] = value;
-    this.#size++;
-    return -1;
+    const at = this.#findOrInsert(a, hi | 0, lo | 0, value);
+    if (at < 0) return -1;
+    const previous = this.#slots[at + 3] as number;
+    this.#slots[at + 3] = value;
+    return previous;
   }
 
   /**
@@ -60,12 +48,19 @@ export class TripleKeyTable {
    * where `get` then `set` take two.
    */
   getOrSet(a: number, hi: number, lo: number, value: number): number {
+    const at = this.#findOrInsert(a, hi | 0, lo | 0, value);
+    return at < 0 ? -1 : (this.#slots[at + 3] as number);
+  }
+
+  /**
+   * The offset of the key's entry; when there is none, inserts it with `value` (growing first if
+   * needed) and returns a negative number.
+   */
+  #findOrInsert(a: number, h: number, l: number, value: number): number {
     if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow();
-    const h = hi | 0;
-    const l = lo | 0;
     const found = this.#find(a, h, l);
+    if (found >= 0) return found;
     const slots = this.#slots;
-    if (found >= 0) return slots[found + 3] as number;
     const at = ~found;
     slots[at] = a;
     slots[at + 1] = h;
