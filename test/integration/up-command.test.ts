@@ -40,7 +40,11 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
   });
   try {
     const deadline = Date.now() + 60_000;
-    while (!/\[frontend\] armature frontend .* at http/.test(output)) {
+    // Processes start side by side: the router may be ready after the frontend (which routes with
+    // its own policy meanwhile), so wait for both banners.
+    const ready = (): boolean =>
+      /\[frontend\] armature frontend .* at http/.test(output) && /\[router-1\] armature router/.test(output);
+    while (!ready()) {
       if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
       await new Promise((r) => setTimeout(r, 100));
     }
