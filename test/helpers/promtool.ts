@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 
 export const PROMTOOL = "/usr/bin/promtool";
 
-/** Whether promtool is here; in CI it must be (.ci/run installs Debian's prometheus package). */
+/** Whether promtool is here; in CI it must be (npm test's pretest step installs Debian's prometheus package). */
 export function havePromtool(): boolean {
   const present = existsSync(PROMTOOL);
   if (!present && process.env.CI) throw new Error("promtool must be installed in CI");
