@@ -80,7 +80,7 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
   const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
   const routerId = `router-${randomUUID().slice(0, 8)}`;
   const workers = new WorkerSet(runtime, logger);
-  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: runtime.events });
+  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: runtime.events, invalidMessages: runtime.invalidMessages });
   const indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
   const index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   await indexer?.ready;

@@ -44,7 +44,12 @@ export async function startFrontend(
   const meter = new PrometheusMeter();
   const onOverhead = routerOverheadMetrics(meter);
   // Bookings go to every replica (and to armature router processes) over the event plane.
-  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: shareLoad ? runtime.events : undefined });
+  const activeLoad = new ActiveLoad({
+    routerId,
+    clock: runtime.clock,
+    events: shareLoad ? runtime.events : undefined,
+    invalidMessages: runtime.invalidMessages,
+  });
   let indexer: KvIndexer | undefined;
   let index: KvIndexView | undefined;
   const routerName = options.router ?? (cards.length > 0 && cards.every((c) => c.publishesKvEvents) ? "kv" : "round-robin");

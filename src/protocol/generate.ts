@@ -58,6 +58,11 @@ export interface GenerateRequest {
   readonly constraint?: ResponseConstraint | undefined;
   /** Absent: aggregated (the worker does everything). */
   readonly disaggregation?: Disaggregation | undefined;
+  /**
+   * Time left for the request when it was sent, in ms (`--request-timeout`); the worker cancels the
+   * work when it runs out. Relative, so hosts' clocks need not agree. Absent: no deadline.
+   */
+  readonly timeoutMs?: number | undefined;
 }
 
 /** Why generation ended, in OpenAI terms plus the cases that never reach a client as success. */

@@ -1,3 +1,4 @@
+export type { ActiveSequenceEvent } from "./active-sequences.js";
 export type { BlockHashes } from "./block-hashing.js";
 export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
 export type { ErrorCode } from "./errors.js";
@@ -25,8 +26,25 @@ export type {
   StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";
+export {
+  activeSequenceEventSchema,
+  agentMetadataSchema,
+  generateRequestSchema,
+  generateResponseSchema,
+  instanceRecordSchema,
+  kvEventBatchSchema,
+  kvEventsDumpSchema,
+  kvEventsQuerySchema,
+  kvRecoverySchema,
+  modelCardSchema,
+  routeAnswerSchema,
+  routeQuerySchema,
+  workerLoadSchema,
+} from "./message-schemas.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
 export type { RouteAnswer, RouteQuery } from "./route-query.js";
-export { ROUTER_SERVICE_SUBJECT } from "./route-query.js";
+export type { Schema } from "./schema.js";
+export { MessageInvalidError } from "./schema.js";
+export { subjects } from "./subjects.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
 export { backendNames } from "./transfer-descriptors.js";

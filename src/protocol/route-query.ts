@@ -15,6 +15,3 @@ export interface RouteAnswer {
   /** Prompt blocks the chosen worker caches, when the policy knows. */
   readonly overlapBlocks: number | undefined;
 }
-
-/** The request-plane address every `armature router` process serves (NATS queue group: one answers). */
-export const ROUTER_SERVICE_SUBJECT = "armature_router";

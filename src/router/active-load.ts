@@ -1,23 +1,11 @@
-import type { Clock, EventPlane, Unsubscribe } from "../runtime/index.js";
+import { type ActiveSequenceEvent, activeSequenceEventSchema, subjects } from "../protocol/index.js";
+import { type Clock, type EventPlane, InvalidMessages, type Unsubscribe } from "../runtime/index.js";
 
 /** Load a router has put on a worker and not yet seen finish. */
 export interface WorkerLoadShare {
   readonly prefillTokens: number;
   readonly decodeBlocks: number;
 }
-
-/** A change to one request's booking, shared between router replicas. */
-export interface ActiveSequenceEvent {
-  readonly type: "active-sequence";
-  readonly routerId: string;
-  readonly requestId: string;
-  readonly workerId: string;
-  readonly action: "add" | "prefill-done" | "free";
-  readonly prefillTokens: number;
-  readonly decodeBlocks: number;
-}
-
-export const ACTIVE_SEQUENCES_SUBJECT = "armature.active_sequences";
 
 interface Entry {
   readonly workerId: string;
@@ -31,6 +19,8 @@ export interface ActiveLoadOptions {
   readonly clock: Clock;
   /** Share bookings with other router replicas on this event plane. */
   readonly events?: EventPlane | undefined;
+  /** Where malformed bookings from other replicas are counted. Default: a private counter. */
+  readonly invalidMessages?: InvalidMessages | undefined;
   /** Bookings older than this are dropped as stale. Default 300 s (Dynamo). */
   readonly staleMs?: number;
 }
@@ -50,9 +40,10 @@ export class ActiveLoad {
   constructor(options: ActiveLoadOptions) {
     this.#o = options;
     this.#lastSweep = options.clock.now();
-    this.#stop = options.events?.subscribe(ACTIVE_SEQUENCES_SUBJECT, (payload) => {
-      const event = payload as ActiveSequenceEvent;
-      if (event.routerId !== options.routerId) this.#apply(`${event.routerId}:${event.requestId}`, event);
+    const invalid = options.invalidMessages ?? new InvalidMessages();
+    this.#stop = options.events?.subscribe(subjects.activeSequences, (payload, subject) => {
+      const event = invalid.accept("active-sequence", activeSequenceEventSchema, payload, subject);
+      if (event && event.routerId !== options.routerId) this.#apply(`${event.routerId}:${event.requestId}`, event);
     });
   }
 
@@ -83,7 +74,7 @@ export class ActiveLoad {
   #local(change: Omit<ActiveSequenceEvent, "type" | "routerId">): void {
     const event: ActiveSequenceEvent = { type: "active-sequence", routerId: this.#o.routerId, ...change };
     this.#apply(`${this.#o.routerId}:${change.requestId}`, event);
-    void this.#o.events?.publish(ACTIVE_SEQUENCES_SUBJECT, event).catch(() => {});
+    void this.#o.events?.publish(subjects.activeSequences, event).catch(() => {});
   }
 
   #apply(key: string, event: ActiveSequenceEvent): void {

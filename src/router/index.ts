@@ -1,5 +1,5 @@
-export type { ActiveLoadOptions, ActiveSequenceEvent, WorkerLoadShare } from "./active-load.js";
-export { ACTIVE_SEQUENCES_SUBJECT, ActiveLoad } from "./active-load.js";
+export type { ActiveLoadOptions, WorkerLoadShare } from "./active-load.js";
+export { ActiveLoad } from "./active-load.js";
 export type { BasicPolicyName } from "./basic-policies.js";
 export {
   basicPolicyNames,

@@ -1,4 +1,4 @@
-import { ArmatureError, ROUTER_SERVICE_SUBJECT, type RouteAnswer, type RouteQuery } from "../protocol/index.js";
+import { ArmatureError, type RouteQuery, routeAnswerSchema, subjects } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import type { RouteRequest, WorkerView } from "./worker-view.js";
 
@@ -20,9 +20,9 @@ export function remoteSelector(runtime: Runtime, timeoutMs = 2000): RemoteSelect
       overrides: request.overrides,
     };
     const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
-    for await (const item of runtime.requests.call(ROUTER_SERVICE_SUBJECT, query, { signal: bounded })) {
-      const answer = item as RouteAnswer;
-      if (answer?.type === "route-answer" && candidates.some((c) => c.id === answer.workerId)) {
+    for await (const item of runtime.requests.call(subjects.routerService, query, { signal: bounded })) {
+      const answer = runtime.invalidMessages.accept("route-answer", routeAnswerSchema, item, subjects.routerService);
+      if (answer && candidates.some((c) => c.id === answer.workerId)) {
         return { workerId: answer.workerId, overlapBlocks: answer.overlapBlocks };
       }
     }

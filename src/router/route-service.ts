@@ -1,4 +1,4 @@
-import { ArmatureError, ROUTER_SERVICE_SUBJECT, type RouteAnswer, type RouteQuery } from "../protocol/index.js";
+import { ArmatureError, type RouteAnswer, routeQuerySchema, subjects } from "../protocol/index.js";
 import type { Registration, Runtime } from "../runtime/index.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { WorkerSet } from "./worker-set.js";
@@ -10,11 +10,8 @@ import type { WorkerView } from "./worker-view.js";
  * subject as a queue group, so frontends reach whichever is up.
  */
 export async function serveRouteQueries(runtime: Runtime, policy: RoutingPolicy, workers: WorkerSet): Promise<Registration> {
-  return runtime.requests.serve(ROUTER_SERVICE_SUBJECT, async function* (payload): AsyncGenerator<RouteAnswer> {
-    const query = payload as RouteQuery;
-    if (query?.type !== "route-query" || !Array.isArray(query.tokenIds) || !Array.isArray(query.candidates)) {
-      throw new ArmatureError("REQUEST_INVALID", "the router service takes route-query messages");
-    }
+  return runtime.requests.serve(subjects.routerService, async function* (payload): AsyncGenerator<RouteAnswer> {
+    const query = runtime.invalidMessages.check("route-query", routeQuerySchema, payload, subjects.routerService);
     const known = query.candidates.map((id) => workers.get(id)).filter((w): w is WorkerView => w !== undefined);
     // Workers that joined after this router looked: route among what the frontend sees, by id.
     const candidates = known.length > 0 ? known : query.candidates.map((id) => stubView(id));

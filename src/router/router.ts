@@ -3,10 +3,11 @@ import {
   ArmatureError,
   type GenerateRequest,
   type GenerateResponse,
+  generateResponseSchema,
   type RequestEnd,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { Runtime } from "../runtime/index.js";
+import type { InvalidMessages, Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
@@ -212,7 +213,7 @@ export class Router {
     return {
       workerId,
       overlapBlocks,
-      stream: tracked(source as AsyncIterable<GenerateResponse>, release, firstToken),
+      stream: tracked(checked(source, this.#runtime.invalidMessages, workerId), release, firstToken),
     };
   }
 
@@ -253,6 +254,24 @@ async function* tapEnd(
   for await (const item of source) {
     if (item.type === "request-end") onEnd(item);
     yield item;
+  }
+}
+
+/**
+ * A worker's responses, each checked before use: a malformed one fails the call with a retryable
+ * error (so the request can move to another worker) and is counted.
+ */
+async function* checked(
+  source: AsyncIterable<unknown>,
+  invalid: InvalidMessages,
+  workerId: string,
+): AsyncGenerator<GenerateResponse> {
+  for await (const item of source) {
+    const response = invalid.accept("generate-response", generateResponseSchema, item, workerId);
+    if (!response) {
+      throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
+    }
+    yield response;
   }
 }
 

@@ -1,7 +1,6 @@
 import type { Logger } from "../observability/index.js";
-import type { AgentMetadata, ModelCard, WorkerLoad } from "../protocol/index.js";
+import { type AgentMetadata, type ModelCard, subjects, type WorkerLoad, workerLoadSchema } from "../protocol/index.js";
 import type { Runtime, Unsubscribe } from "../runtime/index.js";
-import { subjects } from "../worker/index.js";
 import type { WorkerView } from "./worker-view.js";
 
 interface Tracked {
@@ -40,8 +39,9 @@ export class WorkerSet {
         }
         for (const listener of this.#listeners) listener();
       }),
-      runtime.events.subscribe(subjects.allLoad, (payload) => {
-        const load = payload as WorkerLoad;
+      runtime.events.subscribe(subjects.allLoad, (payload, subject) => {
+        const load = runtime.invalidMessages.accept("worker-load", workerLoadSchema, payload, subject);
+        if (!load || subject !== subjects.load(load.workerId)) return;
         const worker = this.#workers.get(load.workerId);
         if (worker) worker.published = load;
       }),

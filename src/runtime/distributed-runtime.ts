@@ -4,6 +4,7 @@ import { ArmatureError } from "../protocol/index.js";
 import { RealClock } from "./clock.js";
 import type { Runtime } from "./embedded-runtime.js";
 import { EtcdDiscovery } from "./etcd/etcd-discovery.js";
+import { type InvalidMessageListener, InvalidMessages } from "./invalid-messages.js";
 import { NatsDurableEventLog } from "./nats/nats-durable-event-log.js";
 import { NatsEventPlane } from "./nats/nats-event-plane.js";
 import { NatsRequestPlane } from "./nats/nats-request-plane.js";
@@ -14,6 +15,8 @@ export interface DistributedRuntimeOptions {
   /** `etcd://host:port`: discovery. */
   readonly discovery: string;
   readonly onError?: (error: unknown, where: string) => void;
+  /** Told of each malformed message dropped (the CLI logs them). */
+  readonly onInvalidMessage?: InvalidMessageListener;
   /** Keep KV events in a JetStream stream (nats-server needs -js). */
   readonly durableKvEvents?: boolean;
 }
@@ -31,6 +34,7 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
     throw new ArmatureError("CONFIG_INVALID", `--discovery must be etcd://HOST:PORT, got ${options.discovery}`);
   }
   const onError = options.onError ?? (() => {});
+  const invalidMessages = new InvalidMessages(options.onInvalidMessage);
   let nc: Awaited<ReturnType<typeof connect>>;
   try {
     nc = await connect({ servers: busUrl.host, maxReconnectAttempts: -1 });
@@ -40,7 +44,7 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
     });
   }
   const etcd = new Etcd3({ hosts: discoveryUrl.host });
-  const discovery = new EtcdDiscovery(etcd, { onError: (e) => onError(e, "discovery") });
+  const discovery = new EtcdDiscovery(etcd, { onError: (e) => onError(e, "discovery"), invalidMessages });
   try {
     await discovery.list();
   } catch (cause) {
@@ -61,13 +65,16 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
     }
   }
   const requests = new NatsRequestPlane(nc);
-  const events = new NatsEventPlane(nc, { onHandlerError: (e, subject) => onError(e, subject) });
+  // Consumers check what they receive, so what still throws here is a message that is not even
+  // JSON: dropped and counted like any other malformed message.
+  const events = new NatsEventPlane(nc, { onHandlerError: (e, subject) => invalidMessages.record("undecodable", subject, e) });
   return {
     clock: new RealClock(),
     discovery,
     requests,
     events,
     kvEventLog,
+    invalidMessages,
     async close() {
       await requests.close();
       await discovery.close();

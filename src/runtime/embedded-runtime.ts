@@ -2,6 +2,7 @@ import { type Clock, RealClock } from "./clock.js";
 import type { Discovery } from "./discovery.js";
 import type { DurableEventLog } from "./durable-event-log.js";
 import type { EventPlane } from "./event-plane.js";
+import { type InvalidMessageListener, InvalidMessages } from "./invalid-messages.js";
 import { MemoryDiscovery } from "./memory/memory-discovery.js";
 import { MemoryEventPlane } from "./memory/memory-event-plane.js";
 import { MemoryRequestPlane } from "./memory/memory-request-plane.js";
@@ -15,12 +16,18 @@ export interface Runtime {
   readonly events: EventPlane;
   /** Kept KV events (`--durable-kv-events`): a router that starts late reads them instead of asking workers. */
   readonly kvEventLog?: DurableEventLog | undefined;
+  /** Where consumers check what they receive; malformed messages are counted here and dropped. */
+  readonly invalidMessages: InvalidMessages;
   close(): Promise<void>;
 }
 
 /** Everything in one process, no infrastructure: the default of `armature serve`. */
 export function createEmbeddedRuntime(
-  options: { clock?: Clock; onEventHandlerError?: (e: unknown, subject: string) => void } = {},
+  options: {
+    clock?: Clock;
+    onEventHandlerError?: (e: unknown, subject: string) => void;
+    onInvalidMessage?: InvalidMessageListener;
+  } = {},
 ): Runtime {
   const clock = options.clock ?? new RealClock();
   const discovery = new MemoryDiscovery({ clock });
@@ -31,6 +38,7 @@ export function createEmbeddedRuntime(
     discovery,
     requests,
     events,
+    invalidMessages: new InvalidMessages(options.onInvalidMessage),
     async close() {
       await Promise.all([discovery.close(), requests.close(), events.close()]);
     },

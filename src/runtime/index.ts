@@ -6,6 +6,8 @@ export { connectDistributedRuntime, KV_EVENTS_STREAM } from "./distributed-runti
 export type { DurableEventLog, LoggedEvent } from "./durable-event-log.js";
 export type { Runtime } from "./embedded-runtime.js";
 export { createEmbeddedRuntime } from "./embedded-runtime.js";
+export type { InvalidMessageListener } from "./invalid-messages.js";
+export { InvalidMessages } from "./invalid-messages.js";
 export type { EventPlane } from "./event-plane.js";
 export { subjectMatches } from "./event-plane.js";
 export { MemoryDiscovery } from "./memory/memory-discovery.js";

@@ -7,10 +7,10 @@ import {
   type GenerateResponse,
   isArmatureError,
   type KvEventBatch,
+  subjects,
   type WorkerLoad,
 } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
-import { subjects } from "./subjects.js";
 import { WorkerHost } from "./worker-host.js";
 
 const request = (maxTokens: number, tokens = Array.from({ length: 130 }, (_, i) => i % 200)): GenerateRequest => ({

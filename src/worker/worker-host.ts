@@ -5,10 +5,13 @@ import {
   ArmatureError,
   type GenerateRequest,
   type GenerateResponse,
+  generateRequestSchema,
   type KvEvent,
   type KvEventBatch,
   type KvEventsDump,
+  kvEventsQuerySchema,
   type ModelCard,
+  subjects,
   type WorkerLoad,
   type WorkerRole,
 } from "../protocol/index.js";
@@ -17,8 +20,6 @@ import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { KvExports } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
-import { asGenerateRequest } from "./request-guard.js";
-import { subjects } from "./subjects.js";
 
 export interface WorkerHostOptions {
   readonly runtime: Runtime;
@@ -140,7 +141,7 @@ export class WorkerHost {
     if (this.#state !== "running") {
       throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
     }
-    const request = asGenerateRequest(payload);
+    const request = this.#o.runtime.invalidMessages.check("generate-request", generateRequestSchema, payload, this.id);
     let done!: () => void;
     const tracked = new Promise<void>((resolve) => {
       done = resolve;
@@ -181,8 +182,8 @@ export class WorkerHost {
 
   /** Batches from the asked id on, or a dump of the whole cache when they are no longer kept. */
   async *#answerKvQuery(payload: unknown): AsyncGenerator<KvEventBatch | KvEventsDump> {
-    const from = (payload as { fromEventId?: unknown } | null)?.fromEventId;
-    if (typeof from !== "number") throw new ArmatureError("REQUEST_INVALID", "kv-events-query needs fromEventId");
+    const invalid = this.#o.runtime.invalidMessages;
+    const from = invalid.check("kv-events-query", kvEventsQuerySchema, payload, subjects.kvQuery(this.id)).fromEventId;
     const oldest = this.#recent[0]?.eventId ?? this.#eventId + 1;
     if (from >= oldest) {
       for (const batch of this.#recent) if (batch.eventId >= from) yield batch;

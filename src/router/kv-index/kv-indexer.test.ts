@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MockerEngine } from "../../engines/index.js";
 import { silentLogger } from "../../observability/index.js";
-import { hashBlocks, type KvEventBatch } from "../../protocol/index.js";
+import { hashBlocks, type KvEventBatch, subjects } from "../../protocol/index.js";
 import { createEmbeddedRuntime, VirtualClock } from "../../runtime/index.js";
-import { subjects, WorkerHost } from "../../worker/index.js";
+import { WorkerHost } from "../../worker/index.js";
 import { KvIndexer } from "./kv-indexer.js";
 
 const tokens = Array.from({ length: 200 }, (_, i) => (i * 7) % 251);
@@ -195,4 +195,72 @@ test("lower-tier blocks are indexed apart from the device's, and leave with the 
   assert.equal(indexer.findMatches(local).lowerTierScores?.get("w1"), 4);
   indexer.removeWorker("w1");
   assert.equal(indexer.tree.blockCount("w1\u0000disk"), 0, "leaving discovery drops every tier");
+});
+
+test("a malformed KV event batch after a gap is dropped and counted, and recovery does not crash the process", async () => {
+  // Regression: a batch with an id gap and a non-array `events` was re-applied in recovery's
+  // `finally`, whose rejection nobody awaited: one NATS message ended a frontend or router.
+  const runtime = createEmbeddedRuntime();
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on("unhandledRejection", onRejection);
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+  const { local, sequence } = hashBlocks(tokens, 16);
+  const stored = { type: "kv-block-stored", parentHash: null, blockSize: 16 } as const;
+  const blocks = local.slice(0, 2).map((tokensHash, i) => ({ tokensHash, blockHash: sequence[i] as bigint }));
+  await runtime.requests.serve(subjects.kvQuery("w1"), async function* () {
+    yield { type: "kv-events-dump", workerId: "w1", eventId: 2, events: [{ ...stored, blocks }] };
+  });
+  try {
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 1, events: [] });
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 3, events: 42 });
+    await runtime.events.publish(subjects.kvEvents("w1"), {
+      type: "kv-event-batch",
+      workerId: "w1",
+      eventId: 2,
+      events: [{ type: "kv-block-stored", parentHash: null, blocks: [{ blockHash: "x", tokensHash: 1n }], blockSize: 16 }],
+    });
+    // Another worker's id under this worker's subject is a forgery, not an event of either.
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w2", eventId: 1, events: [] });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(rejections, []);
+    assert.equal(runtime.invalidMessages.counts.get("kv-event-batch"), 3);
+    assert.equal(indexer.recoveries.started, 0, "a dropped batch leaves no gap to recover");
+    // A valid batch after the gap still recovers from the worker.
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 3, events: [] });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(indexer.recoveries.started, 1);
+    assert.equal(indexer.findMatches(local).scores.get("w1"), 2, "the dump's blocks were applied");
+    assert.deepEqual(rejections, []);
+  } finally {
+    process.off("unhandledRejection", onRejection);
+    indexer.close();
+    await runtime.close();
+  }
+});
+
+test("a malformed recovery answer fails that recovery cleanly and is counted", async () => {
+  const runtime = createEmbeddedRuntime();
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on("unhandledRejection", onRejection);
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+  await runtime.requests.serve(subjects.kvQuery("w1"), async function* () {
+    yield { type: "kv-events-dump", workerId: "w1", eventId: 5, events: { length: 1e9 } };
+  });
+  try {
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 4, events: [] });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(rejections, []);
+    assert.deepEqual(indexer.recoveries, { started: 1, failed: 1 });
+    assert.equal(runtime.invalidMessages.counts.get("kv-events-dump"), 1);
+    // The held batch still applies: the next one in sequence is not treated as another gap.
+    await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 5, events: [] });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(indexer.recoveries.started, 1);
+  } finally {
+    process.off("unhandledRejection", onRejection);
+    indexer.close();
+    await runtime.close();
+  }
 });

@@ -1,7 +1,16 @@
 import type { Logger } from "../../observability/index.js";
-import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } from "../../protocol/index.js";
-import type { Runtime, Unsubscribe } from "../../runtime/index.js";
-import { subjects } from "../../worker/index.js";
+import {
+  type KvEvent,
+  type KvEventBatch,
+  type KvEventsDump,
+  type KvEventsQuery,
+  kvEventBatchSchema,
+  kvRecoverySchema,
+  subjects,
+  type WorkerLoad,
+  workerLoadSchema,
+} from "../../protocol/index.js";
+import { InvalidMessages, type Runtime, type Unsubscribe } from "../../runtime/index.js";
 import { type ApplyStatus, type OverlapScores, RadixTree } from "./radix-tree.js";
 import { TierHolders } from "./tier-holders.js";
 
@@ -16,6 +25,8 @@ export interface KvIndexerOptions {
    * runtime: the worker's KV query address on the request plane.
    */
   readonly recover?: ((workerId: string, fromEventId: number) => AsyncIterable<KvEventBatch | KvEventsDump>) | undefined;
+  /** Where malformed recovery answers are counted. Default: the runtime's (or a private one). */
+  readonly invalidMessages?: InvalidMessages | undefined;
   /** Warn when a worker reports requests in flight but no KV events for this long. Default 30 s. */
   readonly silenceWarningMs?: number;
 }
@@ -42,6 +53,7 @@ export class KvIndexer {
   readonly #blockSize: number;
   readonly #warnedSizes = new Set<string>();
   readonly #recover: RecoveryRequester | undefined;
+  readonly #invalid: InvalidMessages;
   readonly #held = new Map<string, KvEventBatch[]>();
   /** When each worker's last KV events arrived, and whether its silence was reported. */
   readonly #lastHeard = new Map<string, number>();
@@ -60,6 +72,7 @@ export class KvIndexer {
     this.#log = options.logger.child({ component: "kv-indexer" });
     this.#blockSize = options.blockSize;
     const runtime = options.runtime;
+    this.#invalid = options.invalidMessages ?? runtime?.invalidMessages ?? new InvalidMessages();
     this.#recover =
       options.recover ??
       (runtime
@@ -71,12 +84,15 @@ export class KvIndexer {
     if (runtime) {
       const silenceMs = options.silenceWarningMs ?? 30_000;
       this.#stops.push(
-        runtime.events.subscribe(subjects.allLoad, (payload) =>
-          this.#checkSilence(payload as WorkerLoad, runtime.clock.now(), silenceMs),
-        ),
-        runtime.events.subscribe(subjects.allKvEvents, (payload) => {
-          if (this.#live) this.#live.push(payload as KvEventBatch);
-          else this.apply(payload as KvEventBatch, runtime.clock.now());
+        runtime.events.subscribe(subjects.allLoad, (payload, subject) => {
+          const load = this.#invalid.accept("worker-load", workerLoadSchema, payload, subject);
+          if (load) this.#checkSilence(load, runtime.clock.now(), silenceMs);
+        }),
+        runtime.events.subscribe(subjects.allKvEvents, (payload, subject) => {
+          const batch = this.#acceptBatch(payload, subject);
+          if (!batch) return;
+          if (this.#live) this.#live.push(batch);
+          else this.apply(batch, runtime.clock.now());
         }),
         runtime.discovery.watch((event) => {
           if (event.type === "instance-removed") this.removeWorker(event.instanceId);
@@ -96,7 +112,8 @@ export class KvIndexer {
     let kept = 0;
     try {
       for await (const event of (runtime.kvEventLog as NonNullable<Runtime["kvEventLog"]>).replay()) {
-        this.apply(event.payload as KvEventBatch, runtime.clock.now());
+        const batch = this.#acceptBatch(event.payload, event.subject);
+        if (batch) this.apply(batch, runtime.clock.now());
         kept++;
       }
       const alive = new Set((await runtime.discovery.list()).map((i) => i.id));
@@ -109,6 +126,16 @@ export class KvIndexer {
       this.#live = undefined;
       for (const batch of live) this.apply(batch, runtime.clock.now());
     }
+  }
+
+  /** A well-formed batch published under its own worker's subject, or undefined (counted). */
+  #acceptBatch(payload: unknown, subject: string): KvEventBatch | undefined {
+    const batch = this.#invalid.accept("kv-event-batch", kvEventBatchSchema, payload, subject);
+    if (batch && subject !== subjects.kvEvents(batch.workerId)) {
+      this.#invalid.record("kv-event-batch", subject, new Error(`batch of worker ${batch.workerId} published on ${subject}`));
+      return undefined;
+    }
+    return batch;
   }
 
   /** Applies one batch of a worker's events, in order; starts a recovery on a gap. */
@@ -131,7 +158,9 @@ export class KvIndexer {
       }
       if (this.#recover) {
         this.#held.set(batch.workerId, [batch]);
-        void this.#recoverWorker(batch.workerId, last + 1);
+        this.#recoverWorker(batch.workerId, last + 1).catch((error: unknown) => {
+          this.#log.error({ err: error, workerId: batch.workerId }, "KV event recovery failed unexpectedly");
+        });
         return;
       }
     }
@@ -142,7 +171,15 @@ export class KvIndexer {
   async #recoverWorker(workerId: string, fromEventId: number): Promise<void> {
     this.recoveries.started++;
     try {
-      for await (const item of (this.#recover as RecoveryRequester)(workerId, fromEventId)) {
+      for await (const answer of (this.#recover as RecoveryRequester)(workerId, fromEventId)) {
+        const item = this.#invalid.accept(
+          (answer as { type?: unknown })?.type === "kv-events-dump" ? "kv-events-dump" : "kv-event-batch",
+          kvRecoverySchema,
+          answer,
+          subjects.kvQuery(workerId),
+        );
+        if (!item || item.workerId !== workerId)
+          throw new Error(`worker ${workerId} answered the KV events query with a malformed message`);
         if (item.type === "kv-events-dump") {
           this.#dropWorkerBlocks(workerId);
           this.#applyEvents(workerId, item.events);

@@ -1,5 +1,7 @@
 import type { Etcd3, Lease as EtcdLease, Watcher } from "etcd3";
+import { instanceRecordSchema } from "../../protocol/index.js";
 import type { Discovery, DiscoveryEvent, InstanceRecord, Lease, Unsubscribe } from "../discovery.js";
+import { InvalidMessages } from "../invalid-messages.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
 
 export interface EtcdDiscoveryOptions {
@@ -7,6 +9,8 @@ export interface EtcdDiscoveryOptions {
   readonly prefix?: string;
   /** Reports errors of background watches (they retry by themselves). */
   readonly onError?: (error: unknown) => void;
+  /** Where malformed records are counted (they are skipped). Default: a private counter. */
+  readonly invalidMessages?: InvalidMessages;
 }
 
 /**
@@ -19,11 +23,31 @@ export class EtcdDiscovery implements Discovery {
   readonly #prefix: string;
   readonly #onError: (error: unknown) => void;
   readonly #watchers = new Set<Promise<Watcher | undefined>>();
+  readonly #invalid: InvalidMessages;
 
   constructor(etcd: Etcd3, options: EtcdDiscoveryOptions = {}) {
     this.#etcd = etcd;
     this.#prefix = options.prefix ?? "/armature/instances/";
     this.#onError = options.onError ?? (() => {});
+    this.#invalid = options.invalidMessages ?? new InvalidMessages();
+  }
+
+  /** The record stored at `key`, or undefined when it is malformed or not the key's own (counted). */
+  #record(key: Buffer | string, value: Buffer): InstanceRecord | undefined {
+    const id = key.toString().slice(this.#prefix.length);
+    let decoded: unknown;
+    try {
+      decoded = decodeMessage(value);
+    } catch (error) {
+      this.#invalid.record("instance-record", key.toString(), error);
+      return undefined;
+    }
+    const record = this.#invalid.accept("instance-record", instanceRecordSchema, decoded, key.toString());
+    if (record && record.id !== id) {
+      this.#invalid.record("instance-record", key.toString(), new Error(`record of ${record.id} stored under ${id}`));
+      return undefined;
+    }
+    return record;
   }
 
   async register(instance: InstanceRecord, options: { ttlMs: number }): Promise<Lease> {
@@ -49,7 +73,7 @@ export class EtcdDiscovery implements Discovery {
 
   async list(): Promise<InstanceRecord[]> {
     const values = await this.#etcd.getAll().prefix(this.#prefix).buffers();
-    return Object.values(values).map((v) => decodeMessage(v) as InstanceRecord);
+    return Object.entries(values).flatMap(([key, value]) => this.#record(key, value) ?? []);
   }
 
   watch(listener: (event: DiscoveryEvent) => void): Unsubscribe {
@@ -57,14 +81,18 @@ export class EtcdDiscovery implements Discovery {
     const started = (async (): Promise<Watcher | undefined> => {
       const snapshot = await this.#etcd.getAll().prefix(this.#prefix).exec();
       if (stopped) return undefined;
-      for (const kv of snapshot.kvs) listener({ type: "instance-added", instance: decodeMessage(kv.value) as InstanceRecord });
+      for (const kv of snapshot.kvs) {
+        const instance = this.#record(kv.key, kv.value);
+        if (instance) listener({ type: "instance-added", instance });
+      }
       const watcher = await this.#etcd
         .watch()
         .prefix(this.#prefix)
         .startRevision(String(Number(snapshot.header.revision) + 1))
         .create();
       watcher.on("put", (kv) => {
-        if (!stopped) listener({ type: "instance-added", instance: decodeMessage(kv.value) as InstanceRecord });
+        const instance = stopped ? undefined : this.#record(kv.key, kv.value);
+        if (instance) listener({ type: "instance-added", instance });
       });
       watcher.on("delete", (kv) => {
         if (!stopped) listener({ type: "instance-removed", instanceId: kv.key.toString().slice(this.#prefix.length) });

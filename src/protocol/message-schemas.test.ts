@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  generateRequestSchema,
+  generateResponseSchema,
+  kvEventBatchSchema,
+  MessageInvalidError,
+  modelCardSchema,
+  workerLoadSchema,
+} from "./index.js";
+
+const request = {
+  type: "generate-request",
+  requestId: "r-1",
+  model: "m",
+  tokenIds: [1, 2, 3],
+  sampling: { temperature: 0.7, topP: 0.9, seed: 42 },
+  maxTokens: 16,
+  constraint: { type: "json_schema", schema: { type: "object", properties: { a: { type: "string" } } } },
+};
+
+test("well-formed messages pass unchanged", () => {
+  assert.deepEqual(generateRequestSchema.parse(request), request);
+  const batch = {
+    type: "kv-event-batch",
+    workerId: "worker-1a2b",
+    eventId: 7,
+    events: [
+      { type: "kv-block-stored", parentHash: null, blocks: [{ blockHash: 1n, tokensHash: 2n }], blockSize: 16 },
+      { type: "kv-block-removed", blockHashes: [1n], storageTier: "host_pinned" },
+      { type: "kv-cache-cleared" },
+    ],
+  };
+  assert.deepEqual(kvEventBatchSchema.parse(batch), batch);
+  const end = { type: "request-end", finishReason: "length", promptTokens: 3, completionTokens: 16, cachedTokens: 0 };
+  assert.deepEqual(generateResponseSchema.parse(end), end);
+});
+
+test("each malformed field is refused by its path", () => {
+  const cases: [unknown, RegExp][] = [
+    [{ ...request, tokenIds: "1,2,3" }, /^tokenIds must be an array/],
+    [{ ...request, tokenIds: [1, -2] }, /^tokenIds\[1\] must be in 0\.\./],
+    [{ ...request, tokenIds: [1, 2.5] }, /^tokenIds\[1\] must be an integer/],
+    [{ ...request, maxTokens: "16" }, /^maxTokens must be an integer/],
+    [{ ...request, sampling: { temperature: Number.NaN } }, /^sampling\.temperature must be a finite number/],
+    [{ ...request, requestId: "x".repeat(300) }, /^requestId is longer than 256/],
+    [{ ...request, disaggregation: { phase: "both" } }, /^disaggregation\.phase must be one of prefill, decode/],
+    [{ ...request, type: "generate" }, /^type must be one of generate-request/],
+    [null, /^message must be an object, got null/],
+  ];
+  for (const [value, message] of cases) {
+    assert.throws(
+      () => generateRequestSchema.parse(value),
+      (e: unknown) => e instanceof MessageInvalidError && message.test(e.message),
+    );
+  }
+  assert.throws(
+    () => kvEventBatchSchema.parse({ type: "kv-event-batch", workerId: "w.1", eventId: 1, events: [] }),
+    /workerId does not match/,
+    "a dot would add a token to the worker's NATS subjects",
+  );
+  assert.throws(
+    () =>
+      kvEventBatchSchema.parse({
+        type: "kv-event-batch",
+        workerId: "w",
+        eventId: 1,
+        events: [
+          { type: "kv-block-stored", parentHash: null, blocks: [{ blockHash: 1n << 64n, tokensHash: 0n }], blockSize: 16 },
+        ],
+      }),
+    /events\[0\]\.blocks\[0\]\.blockHash must be a u64/,
+  );
+  assert.throws(
+    () =>
+      workerLoadSchema.parse({ type: "worker-load", workerId: "w", activeRequests: 1, waitingRequests: 0, activeKvBlocks: 1 }),
+    /totalKvBlocks must be an integer, got undefined/,
+  );
+});
+
+test("a user's JSON schema is kept whole but bounded in depth", () => {
+  let deep: unknown = {};
+  for (let i = 0; i < 100; i++) deep = { properties: { x: deep } };
+  assert.throws(
+    () => generateRequestSchema.parse({ ...request, constraint: { type: "json_schema", schema: deep } }),
+    /nested deeper than 64/,
+  );
+});
+
+test("fields a newer peer adds are left out, absent optional fields stay absent", () => {
+  const card = modelCardSchema.parse({
+    name: "m",
+    role: "aggregated",
+    engine: "mocker",
+    blockSize: 64,
+    totalKvBlocks: 16384,
+    maxBatchedTokens: 8192,
+    maxSequences: 256,
+    contextLength: 32768,
+    tokenizer: { kind: "bytes" },
+    eosTokenIds: [0],
+    publishesKvEvents: true,
+    futureField: 1,
+  });
+  assert.equal("futureField" in card, false);
+  assert.equal("chatTemplate" in card, false);
+});

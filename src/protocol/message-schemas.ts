@@ -1,0 +1,238 @@
+import type { ActiveSequenceEvent } from "./active-sequences.js";
+import type { GenerateRequest, GenerateResponse, KvHandoff, SamplingOptions } from "./generate.js";
+import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } from "./kv-events.js";
+import type { ModelCard } from "./model-card.js";
+import type { RouteAnswer, RouteQuery } from "./route-query.js";
+import {
+  arrayOf,
+  bool,
+  int,
+  jsonValue,
+  literal,
+  nullable,
+  num,
+  object,
+  optional,
+  type Schema,
+  str,
+  u64,
+  variants,
+} from "./schema.js";
+import { type AgentMetadata, backendNames, type TransferDescriptor } from "./transfer-descriptors.js";
+
+/**
+ * One schema per message that crosses a plane. Bounds are generous for honest peers and small
+ * enough that a hostile one cannot make a reader allocate or walk without limit.
+ */
+
+/** Worker, router and agent ids: one NATS subject token. */
+const id = str({ maxLength: 128, pattern: /^[A-Za-z0-9_:-]+$/ });
+const requestId = str({ maxLength: 256 });
+const modelName = str({ maxLength: 256 });
+/** Tokens one message may carry: longer than any context a worker serves. */
+const MAX_TOKENS = 1 << 21;
+const tokenId = int(0, 0x7fffffff);
+const tokenIds = arrayOf(tokenId, MAX_TOKENS);
+/** KV events one batch or dump may carry (a full default mocker cache is 16384 blocks). */
+const MAX_EVENTS = 1 << 20;
+const MAX_BLOCKS = 1 << 20;
+const storageTier = optional(literal("device", "host_pinned", "disk", "external"));
+
+const kvEvent: Schema<KvEvent> = variants<KvEvent>({
+  "kv-block-stored": object({
+    type: literal("kv-block-stored"),
+    parentHash: nullable(u64),
+    blocks: arrayOf(object({ blockHash: u64, tokensHash: u64 }), MAX_BLOCKS),
+    blockSize: int(1, 1 << 16),
+    storageTier,
+  }),
+  "kv-block-removed": object({ type: literal("kv-block-removed"), blockHashes: arrayOf(u64, MAX_BLOCKS), storageTier }),
+  "kv-cache-cleared": object({ type: literal("kv-cache-cleared") }),
+});
+
+export const kvEventBatchSchema: Schema<KvEventBatch> = object({
+  type: literal("kv-event-batch"),
+  workerId: id,
+  eventId: int(1),
+  events: arrayOf(kvEvent, MAX_EVENTS),
+});
+
+export const kvEventsDumpSchema: Schema<KvEventsDump> = object({
+  type: literal("kv-events-dump"),
+  workerId: id,
+  eventId: int(0),
+  events: arrayOf(kvEvent, MAX_EVENTS),
+});
+
+/** What a worker answers a KV events query with. */
+export const kvRecoverySchema: Schema<KvEventBatch | KvEventsDump> = variants<KvEventBatch | KvEventsDump>({
+  "kv-event-batch": kvEventBatchSchema,
+  "kv-events-dump": kvEventsDumpSchema,
+});
+
+export const kvEventsQuerySchema: Schema<KvEventsQuery> = object({ type: literal("kv-events-query"), fromEventId: int(0) });
+
+export const workerLoadSchema: Schema<WorkerLoad> = object({
+  type: literal("worker-load"),
+  workerId: id,
+  activeRequests: int(),
+  waitingRequests: int(),
+  activeKvBlocks: int(),
+  totalKvBlocks: int(),
+});
+
+export const activeSequenceEventSchema: Schema<ActiveSequenceEvent> = object({
+  type: literal("active-sequence"),
+  routerId: id,
+  requestId: str({ maxLength: 512 }),
+  workerId: id,
+  action: literal("add", "prefill-done", "free"),
+  prefillTokens: int(0, MAX_TOKENS),
+  decodeBlocks: int(0, MAX_BLOCKS),
+});
+
+const sampling: Schema<SamplingOptions> = object({
+  temperature: num(0, 100),
+  topP: optional(num(0, 1)),
+  topK: optional(int(0, 1 << 20)),
+  minP: optional(num(0, 1)),
+  seed: optional(int(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)),
+  presencePenalty: optional(num(-2, 2)),
+  frequencyPenalty: optional(num(-2, 2)),
+  repetitionPenalty: optional(num(0, 100)),
+});
+
+const descriptor: Schema<TransferDescriptor> = object({
+  agent: str({ maxLength: 256 }),
+  region: str({ maxLength: 256 }),
+  offset: int(),
+  length: int(),
+  medium: literal("memory", "file", "object"),
+  path: optional(str({ maxLength: 4096 })),
+});
+
+const handoff: Schema<KvHandoff> = object({
+  id: str({ maxLength: 256 }),
+  prefillWorkerId: id,
+  format: literal("llamacpp-sequence-state", "modelled"),
+  descriptors: arrayOf(descriptor, 1024),
+  bytes: int(),
+  agent: str({ maxLength: 256 }),
+  promptTokens: int(0, MAX_TOKENS),
+  firstToken: tokenId,
+  cachedTokens: int(0, MAX_TOKENS),
+  expiresInMs: int(),
+});
+
+export const generateRequestSchema: Schema<GenerateRequest> = object({
+  type: literal("generate-request"),
+  requestId,
+  model: modelName,
+  tokenIds,
+  sampling,
+  maxTokens: int(0, MAX_TOKENS),
+  ignoreEos: optional(bool),
+  constraint: optional(
+    variants<NonNullable<GenerateRequest["constraint"]>>({
+      json_object: object({ type: literal("json_object") }),
+      json_schema: object({
+        type: literal("json_schema"),
+        schema: jsonObject(),
+      }),
+    }),
+  ),
+  disaggregation: optional(
+    variants<NonNullable<GenerateRequest["disaggregation"]>>(
+      {
+        prefill: object({ phase: literal("prefill") }),
+        decode: object({ phase: literal("decode"), handoff }),
+      },
+      "phase",
+    ),
+  ),
+  timeoutMs: optional(num(0)),
+});
+
+/** A JSON object kept whole (a user's JSON schema), bounded in depth. */
+function jsonObject(): Schema<Readonly<Record<string, unknown>>> {
+  const shape = object({});
+  const json = jsonValue(64);
+  return {
+    parse(value, path = "") {
+      shape.parse(value, path);
+      return json.parse(value, path) as Record<string, unknown>;
+    },
+  };
+}
+
+export const generateResponseSchema: Schema<GenerateResponse> = variants<GenerateResponse>({
+  "token-delta": object({ type: literal("token-delta"), tokenIds: arrayOf(tokenId, MAX_TOKENS) }),
+  "request-end": object({
+    type: literal("request-end"),
+    finishReason: literal("stop", "length", "cancelled", "error"),
+    promptTokens: int(0, MAX_TOKENS),
+    completionTokens: int(0, MAX_TOKENS),
+    cachedTokens: int(0, MAX_TOKENS),
+    hostCachedTokens: optional(int(0, MAX_TOKENS)),
+    error: optional(object({ code: str({ maxLength: 64 }), message: str({ maxLength: 4096 }) })),
+    kvHandoff: optional(handoff),
+    prefilledLocally: optional(bool),
+    kvTransfer: optional(object({ backend: str({ maxLength: 32 }), bytes: int(), ms: num(0) })),
+  }),
+});
+
+export const routeQuerySchema: Schema<RouteQuery> = object({
+  type: literal("route-query"),
+  model: modelName,
+  tokenIds,
+  candidates: arrayOf(id, 4096),
+  overrides: optional(object({ overlapWeight: optional(num(0)), temperature: optional(num(0)) })),
+});
+
+export const routeAnswerSchema: Schema<RouteAnswer> = object({
+  type: literal("route-answer"),
+  workerId: id,
+  overlapBlocks: optional(int(0, MAX_BLOCKS)),
+});
+
+const costModel = optional(object({ alphaMs: num(0), bytesPerMs: num(0) }));
+
+export const agentMetadataSchema: Schema<AgentMetadata> = object({
+  name: str({ maxLength: 256 }),
+  hostId: str({ maxLength: 256 }),
+  address: object({ host: str({ maxLength: 256 }), port: int(0, 65535) }),
+  costModels: optional(object(Object.fromEntries(backendNames.map((name) => [name, costModel])))),
+});
+
+export const modelCardSchema: Schema<ModelCard> = object({
+  name: modelName,
+  role: literal("aggregated", "prefill", "decode"),
+  engine: str({ maxLength: 64 }),
+  blockSize: int(1, 1 << 16),
+  totalKvBlocks: int(),
+  maxBatchedTokens: int(1),
+  maxSequences: int(1),
+  contextLength: int(1),
+  tokenizer: variants<ModelCard["tokenizer"]>(
+    {
+      gguf: object({ kind: literal("gguf"), path: str({ maxLength: 4096 }) }),
+      bytes: object({ kind: literal("bytes") }),
+    },
+    "kind",
+  ),
+  chatTemplate: optional(str({ maxLength: 1 << 20 })),
+  eosTokenIds: arrayOf(tokenId, 1024),
+  bosToken: optional(str({ maxLength: 1024 })),
+  eosToken: optional(str({ maxLength: 1024 })),
+  publishesKvEvents: bool,
+  kvBytesPerToken: optional(num(0)),
+});
+
+/** A discovery record as etcd holds it (the runtime's `InstanceRecord`). */
+export const instanceRecordSchema = object({
+  id,
+  role: literal("aggregated", "prefill", "decode"),
+  model: modelName,
+  card: modelCardSchema,
+  transferAgent: optional(agentMetadataSchema),
+});

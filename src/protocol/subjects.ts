@@ -1,0 +1,16 @@
+/**
+ * Every subject and request-plane address armature uses, in one place so publishers and
+ * subscribers agree.
+ */
+export const subjects = {
+  kvEvents: (workerId: string): string => `armature.kv_events.${workerId}`,
+  allKvEvents: "armature.kv_events.*",
+  load: (workerId: string): string => `armature.load.${workerId}`,
+  allLoad: "armature.load.*",
+  /** Request-plane address where a worker answers KV event queries (recovery after a gap). */
+  kvQuery: (workerId: string): string => `${workerId}.kv_events_query`,
+  /** Router replicas share their bookings here. */
+  activeSequences: "armature.active_sequences",
+  /** The request-plane address every `armature router` process serves (NATS queue group: one answers). */
+  routerService: "armature_router",
+} as const;
