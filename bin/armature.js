@@ -4,4 +4,7 @@ import { register } from "tsx/esm/api";
 
 register();
 const { main } = await import("../src/cli/main.ts");
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// A failed command exits at once, whatever it left open; a clean one has closed everything itself.
+if (code !== 0) process.exit(code);
+process.exitCode = code;

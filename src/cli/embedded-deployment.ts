@@ -2,6 +2,7 @@ import type { Frontend } from "../frontend/index.js";
 import type { Logger } from "../observability/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
+import { invalidMessageLogger } from "./process-guards.js";
 import type { ServeOptions } from "./serve-options.js";
 import { startFrontend } from "./start-frontend.js";
 import { startWorkers } from "./start-workers.js";
@@ -19,6 +20,7 @@ export interface EmbeddedDeployment {
 export async function startEmbeddedDeployment(options: ServeOptions, logger: Logger): Promise<EmbeddedDeployment> {
   const runtime = createEmbeddedRuntime({
     onEventHandlerError: (error, subject) => logger.error({ err: error, subject }, "event handler failed"),
+    onInvalidMessage: invalidMessageLogger(logger),
   });
   let started: Awaited<ReturnType<typeof startWorkers>>;
   try {
@@ -28,14 +30,22 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     throw error;
   }
   const { workers, modelName } = started;
-  const stack = await startFrontend(
-    options,
-    runtime,
-    logger,
-    workers.map((w) => w.card),
-    "embedded",
-    false,
-  );
+  let stack: Awaited<ReturnType<typeof startFrontend>>;
+  try {
+    stack = await startFrontend(
+      options,
+      runtime,
+      logger,
+      workers.map((w) => w.card),
+      "embedded",
+      false,
+    );
+  } catch (error) {
+    // The port is taken, say: nothing may keep the process alive after this.
+    await Promise.all(workers.map((w) => w.close(0)));
+    await runtime.close();
+    throw error;
+  }
   return {
     frontend: stack.frontend,
     workers,

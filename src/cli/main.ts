@@ -6,6 +6,7 @@ import { BENCH_USAGE, benchCommand } from "./bench-command.js";
 import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
+import { installLastResortHandlers } from "./process-guards.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
@@ -74,11 +75,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     out(`${command.usage()}\n`);
     return 0;
   }
+  // Serving processes log what nothing caught and keep serving; one-shot commands fail loudly.
+  const removeGuards = ["serve", "worker", "frontend", "router"].includes(name)
+    ? installLastResortHandlers(createLogger())
+    : undefined;
   try {
     return await command.run(rest);
   } catch (error) {
     err(`armature: ${isArmatureError(error) ? error.message : String(error)}\n`);
     return 1;
+  } finally {
+    removeGuards?.();
   }
 }
 

@@ -1,6 +1,6 @@
 import { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
-import type { ModelCard } from "../protocol/index.js";
+import { ArmatureError, isArmatureError, type ModelCard } from "../protocol/index.js";
 import {
   ActiveLoad,
   ApproximateIndex,
@@ -103,25 +103,45 @@ export async function startFrontend(
     onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
   });
   const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote, workers });
-  const frontend = await Frontend.create({
-    router,
-    meter,
-    kvIndexer: indexer,
-    logger,
-    host: options.host,
-    port: options.port,
-    migrationLimit: options.migrationLimit,
-  });
+  const stopRouting = (): void => {
+    router.close();
+    prefillRouter.close();
+    workers.close();
+    indexer?.close();
+    activeLoad.close();
+  };
+  let frontend: Frontend;
+  try {
+    frontend = await Frontend.create({
+      router,
+      meter,
+      kvIndexer: indexer,
+      invalidMessages: runtime.invalidMessages,
+      logger,
+      host: options.host,
+      port: options.port,
+      migrationLimit: options.migrationLimit,
+    });
+  } catch (error) {
+    stopRouting();
+    if (isArmatureError(error) && error.code === "LISTEN_FAILED") {
+      const taken = (error.cause as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE";
+      throw new ArmatureError(
+        "CONFIG_INVALID",
+        taken
+          ? `port ${options.port} on ${options.host} is already in use; choose another with --port (ARMATURE_PORT), or 0 for a free one`
+          : `${error.message}; check --host and --port (ARMATURE_HOST, ARMATURE_PORT)`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
   return {
     frontend,
     router,
     async close(graceMs = 30_000) {
       await frontend.close(graceMs);
-      router.close();
-      prefillRouter.close();
-      workers.close();
-      indexer?.close();
-      activeLoad.close();
+      stopRouting();
     },
   };
 }

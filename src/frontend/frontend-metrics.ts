@@ -85,6 +85,7 @@ export class FrontendMetrics {
   readonly #kvHitRate: HistogramMetric;
   readonly #kvEventsApplied: GaugeMetric;
   readonly #queuePending: GaugeMetric;
+  readonly #invalidMessages: GaugeMetric;
   readonly #workerBlocks: GaugeMetric;
   readonly #workerRequests: GaugeMetric;
   readonly #modelKvBlocks: GaugeMetric;
@@ -146,6 +147,11 @@ export class FrontendMetrics {
       "KV events the router's index applied since start, by event type and outcome",
       ["event_type", "status"],
     );
+    this.#invalidMessages = meter.gauge(
+      "plane_messages_dropped",
+      "Malformed messages from the request, event and discovery planes dropped since start, by the kind they claimed",
+      ["kind"],
+    );
     this.#queuePending = meter.gauge(`${p}router_queue_pending_requests`, "Requests waiting because every worker is busy");
     this.migrations = meter.counter(
       `${p}model_migration_total`,
@@ -192,6 +198,11 @@ export class FrontendMetrics {
       const [type, status] = key.split(":") as [string, string];
       this.#kvEventsApplied.set({ event_type: type.replace(/^kv-(block-)?/, ""), status }, count);
     }
+  }
+
+  /** Copies the runtime's dropped-message counts into the gauge. */
+  refreshInvalidMessages(counts: ReadonlyMap<string, number>): void {
+    for (const [kind, count] of counts) this.#invalidMessages.set({ kind }, count);
   }
 
   startRequest(model: string): RequestTimer {

@@ -14,7 +14,7 @@ export interface HttpError {
   readonly status: number;
   readonly body: OpenAiErrorBody;
   /** Label for the requests_total metric (Dynamo's error_type values). */
-  readonly errorType: "validation" | "not_found" | "overload" | "cancelled" | "internal" | "not_implemented";
+  readonly errorType: "validation" | "not_found" | "overload" | "cancelled" | "internal" | "not_implemented" | "timeout";
 }
 
 const mapping: Record<ErrorCode, { status: number; type: string; code: string | null; errorType: HttpError["errorType"] }> = {
@@ -28,8 +28,11 @@ const mapping: Record<ErrorCode, { status: number; type: string; code: string | 
   WORKER_UNAVAILABLE: { status: 503, type: "service_unavailable", code: "worker_unavailable", errorType: "overload" },
   WORKER_DRAINING: { status: 503, type: "service_unavailable", code: "worker_draining", errorType: "overload" },
   ENGINE_CLOSED: { status: 503, type: "service_unavailable", code: "engine_closed", errorType: "overload" },
+  BODY_TOO_LARGE: { status: 413, type: "invalid_request_error", code: "request_too_large", errorType: "validation" },
+  REQUEST_TIMEOUT: { status: 504, type: "timeout", code: "request_timeout", errorType: "timeout" },
   REQUEST_CANCELLED: { status: 499, type: "cancelled", code: "cancelled", errorType: "cancelled" },
   ENGINE_FAILED: { status: 500, type: "internal_error", code: "engine_failed", errorType: "internal" },
+  LISTEN_FAILED: { status: 500, type: "internal_error", code: "listen_failed", errorType: "internal" },
   CONFIG_INVALID: { status: 500, type: "internal_error", code: "config_invalid", errorType: "internal" },
   MODEL_LOAD_FAILED: { status: 500, type: "internal_error", code: "model_load_failed", errorType: "internal" },
   TRANSFER_FAILED: { status: 500, type: "internal_error", code: "transfer_failed", errorType: "internal" },

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger, MetricMeter } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
+import type { InvalidMessages } from "../runtime/index.js";
 import { FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -15,6 +16,8 @@ export interface FrontendOptions {
   readonly router: Router;
   /** The KV router's index, whose applied-event counts `/metrics` reports. */
   readonly kvIndexer?: KvIndexer | undefined;
+  /** Malformed plane messages dropped, which `/metrics` reports by kind. */
+  readonly invalidMessages?: InvalidMessages | undefined;
   readonly meter: MetricMeter;
   readonly logger: Logger;
   readonly host?: string;
@@ -59,9 +62,17 @@ export class Frontend {
   static async create(options: FrontendOptions): Promise<Frontend> {
     const frontend = new Frontend(options);
     await new Promise<void>((resolve, reject) => {
-      frontend.#server.once("error", reject);
+      frontend.#server.once("error", (error: NodeJS.ErrnoException) => {
+        const where = `${options.host ?? "127.0.0.1"}:${options.port ?? 8000}`;
+        reject(
+          error.code === "EADDRINUSE" || error.code === "EACCES" || error.code === "EADDRNOTAVAIL"
+            ? new ArmatureError("LISTEN_FAILED", `cannot listen on ${where}: ${error.code}`, { cause: error })
+            : error,
+        );
+      });
       frontend.#server.listen(options.port ?? 8000, options.host ?? "127.0.0.1", () => {
-        frontend.#server.off("error", reject);
+        frontend.#server.removeAllListeners("error");
+        frontend.#server.on("error", (error) => frontend.#log.error({ err: error }, "HTTP server error"));
         resolve();
       });
     });
@@ -106,6 +117,7 @@ export class Frontend {
         return handleLive(res, headers);
       case "GET /metrics":
         if (this.#o.kvIndexer) this.#metrics.refreshKvEvents(this.#o.kvIndexer.applied);
+        if (this.#o.invalidMessages) this.#metrics.refreshInvalidMessages(this.#o.invalidMessages.counts);
         this.#metrics.setQueuePending(this.#o.router.queuedRequests);
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
