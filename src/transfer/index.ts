@@ -5,4 +5,9 @@ export { backendNames } from "./descriptors.js";
 export { localHostId } from "./host-id.js";
 export { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
 export type { Region } from "./regions.js";
-export { TransferAgent, type TransferAgentOptions, type TransferOptions } from "./transfer-agent.js";
+export {
+  TransferAgent,
+  type TransferAgentOptions,
+  type TransferOptions,
+  type TransferRefusal,
+} from "./transfer-agent.js";

@@ -57,8 +57,9 @@ test("without retries a corrupted transfer fails with TRANSFER_CORRUPTED", async
 });
 
 test("an agent bound to every interface advertises an address peers can dial, and is reached there", async () => {
-  const remote = await TransferAgent.create({ host: "0.0.0.0" });
-  const local = await TransferAgent.create();
+  const secret = "a-test-secret-of-at-least-32-characters";
+  const remote = await TransferAgent.create({ host: "0.0.0.0", secret });
+  const local = await TransferAgent.create({ secret });
   try {
     assert.notEqual(remote.metadata.address.host, "0.0.0.0");
     local.addRemote({ ...remote.metadata, hostId: "another-host" }, { forceRemote: true });

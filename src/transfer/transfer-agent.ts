@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { chooseBackend } from "./backend-choice.js";
 import { TcpConnection } from "./backends/tcp-connection.js";
-import { TcpTransferServer } from "./backends/tcp-server.js";
+import { isLoopback, MIN_SECRET_LENGTH, SECRET_HINT } from "./backends/tcp-handshake.js";
+import { type RefusalReason, TcpTransferServer } from "./backends/tcp-server.js";
 import { calibrateBackends } from "./calibration.js";
 import { type CostModel, defaultCostModels, transferMs } from "./cost-model.js";
 import {
@@ -25,7 +26,10 @@ import { createSharedDir, sweepDeadSharedDirs } from "./shared-dir.js";
 export interface TransferAgentOptions {
   /** Unique name; default a random one. */
   readonly name?: string;
-  /** Address the TCP listener binds (default 127.0.0.1, port 0 = any free one). */
+  /**
+   * Address the TCP listener binds (default 127.0.0.1, port 0 = any free one). An address beyond
+   * loopback needs `secret`: `create` refuses to start without one.
+   */
   readonly host?: string;
   readonly port?: number;
   /** Address peers dial, when it differs from the bound one (0.0.0.0 binds). */
@@ -39,6 +43,23 @@ export interface TransferAgentOptions {
   readonly costModels?: Partial<Record<BackendName, CostModel>>;
   /** Told about every finished transfer (metrics). */
   readonly onTransfer?: (result: TransferResult, op: TransferOp) => void;
+  /**
+   * The deployment's shared secret (`--transfer-secret`, at least 32 characters). With it, every TCP
+   * connection opens with a challenge-response handshake (HMAC-SHA256; the secret never crosses the
+   * wire) and peers that fail it are closed; without it, the listener serves whoever connects, which
+   * is allowed on loopback only.
+   */
+  readonly secret?: string | undefined;
+  /** Told about every connection the listener closed: a malformed frame, or a failed handshake (logs). */
+  readonly onRefused?: (refusal: TransferRefusal) => void;
+}
+
+/** A connection the listener closed because of what its peer sent. */
+export interface TransferRefusal {
+  readonly reason: RefusalReason;
+  readonly detail: string;
+  /** The peer's address and port. */
+  readonly peer: string;
 }
 
 export interface TransferOptions {
@@ -69,6 +90,7 @@ export class TransferAgent {
   readonly #connections = new Map<string, TcpConnection>();
   readonly #listeners = new Set<(from: string, message: string) => void>();
   readonly #costs: Record<BackendName, CostModel>;
+  readonly #refused: Record<RefusalReason, number>;
   #closed = false;
 
   private constructor(
@@ -77,8 +99,10 @@ export class TransferAgent {
     sharedDir: string,
     regions: RegionTable,
     server: TcpTransferServer,
+    refused: Record<RefusalReason, number>,
   ) {
     this.#options = options;
+    this.#refused = refused;
     this.regions = regions;
     this.name = name;
     this.sharedDir = sharedDir;
@@ -96,21 +120,33 @@ export class TransferAgent {
   static async create(options: TransferAgentOptions = {}): Promise<TransferAgent> {
     const name = options.name ?? `agent-${randomUUID().slice(0, 8)}`;
     if (inProcess.has(name)) throw new ArmatureError("REQUEST_INVALID", `a transfer agent named ${name} already exists`);
+    checkSecret(options.host ?? "127.0.0.1", options.secret);
     const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
     const sharedDir = options.sharedDir ?? join(parent, `armature-${name}`);
     if (!options.sharedDir) sweepDeadSharedDirs(parent);
     await createSharedDir(sharedDir);
     const regions = new RegionTable();
     let agent: TransferAgent | undefined;
+    const refused: Record<RefusalReason, number> = { malformed: 0, unauthenticated: 0 };
     const server = await TcpTransferServer.listen(options.host ?? "127.0.0.1", options.port ?? 0, {
       regions,
+      secret: options.secret,
       onNotify: (from, message) => {
         if (agent) agent.#deliver(from, message);
       },
+      onRefused: (reason, detail, peer) => {
+        refused[reason]++;
+        options.onRefused?.({ reason, detail, peer });
+      },
     });
-    agent = new TransferAgent(options, name, sharedDir, regions, server);
+    agent = new TransferAgent(options, name, sharedDir, regions, server, refused);
     inProcess.set(name, agent);
     return agent;
+  }
+
+  /** Connections the listener closed so far, by reason. */
+  get refusedConnections(): Readonly<Record<RefusalReason, number>> {
+    return { ...this.#refused };
   }
 
   /** What peers need to reach this agent, with its current cost models (published through discovery). */
@@ -208,7 +244,12 @@ export class TransferAgent {
 
   /** Replaces the default cost models with ones measured on this host now (tens of milliseconds). */
   async calibrate(): Promise<Readonly<Record<BackendName, CostModel>>> {
-    const measured = await calibrateBackends(this.regions, (name) => this.sharedPath(name), this.#server.port);
+    const measured = await calibrateBackends(
+      this.regions,
+      (name) => this.sharedPath(name),
+      this.#server.port,
+      this.#options.secret,
+    );
     for (const backend of backendNames) {
       if (!this.#options.costModels?.[backend]) this.#costs[backend] = measured[backend];
     }
@@ -372,7 +413,7 @@ export class TransferAgent {
     const key = `${peer.address.host}:${peer.address.port}`;
     let connection = this.#connections.get(key);
     if (!connection) {
-      connection = new TcpConnection(peer.address.host, peer.address.port);
+      connection = new TcpConnection(peer.address.host, peer.address.port, this.#options.secret);
       this.#connections.set(key, connection);
     }
     return connection;
@@ -380,6 +421,22 @@ export class TransferAgent {
 
   #deliver(from: string, message: string): void {
     for (const listener of this.#listeners) listener(from, message);
+  }
+}
+
+/** A listener beyond loopback must authenticate its peers: refuse to start it without a secret. */
+function checkSecret(host: string, secret: string | undefined): void {
+  if (secret !== undefined && secret.length < MIN_SECRET_LENGTH) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `the transfer secret is ${secret.length} characters; give at least ${MIN_SECRET_LENGTH} with ${SECRET_HINT}`,
+    );
+  }
+  if (secret === undefined && !isLoopback(host)) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `the KV transfer listener would bind ${host} without authentication; set ${SECRET_HINT}, or bind loopback with --transfer-host 127.0.0.1`,
+    );
   }
 }
 

@@ -1,13 +1,8 @@
 import type { Socket } from "node:net";
 import { StreamingChecksum } from "../checksum.js";
+import { type FrameHeader, MAX_HEADER_BYTES, MAX_PAYLOAD_BYTES, malformedFrame, parseFrameHeader } from "./tcp-frame-header.js";
 
-/** Control header of one frame; `length` payload bytes follow it when present. */
-export interface FrameHeader {
-  readonly op: "read" | "write" | "data" | "ack" | "error" | "notify";
-  readonly id: number;
-  readonly length?: number;
-  readonly [key: string]: unknown;
-}
+export type { FrameHeader, FrameOp } from "./tcp-frame-header.js";
 
 /** Payload bytes are written in slices of this size, each waiting for the socket to drain. */
 export const SLICE_BYTES = 1 << 20;
@@ -18,18 +13,38 @@ const SMALL_FRAME_BYTES = 64 << 10;
 /** Bytes of the XXH64 trailer after every payload. */
 const TRAILER_BYTES = 8;
 
-/** A received frame; `intact` is false when its payload does not match its trailer checksum. */
+/**
+ * A received frame; `intact` is false when its payload does not match its trailer checksum, or
+ * when the payload was dropped (`payload` undefined: `landing` gave it nowhere to go).
+ */
 export type FrameHandler = (header: FrameHeader, payload: Buffer | undefined, intact: boolean) => void;
+
+/**
+ * Where a frame's payload lands: a buffer at least `header.length` long, or undefined to read the
+ * payload and drop it (a write to a region that is gone still has to be consumed to keep the stream
+ * in step). Called only for frames whose header passed `parseFrameHeader`.
+ */
+export type FrameLanding = (header: FrameHeader) => Buffer | undefined;
+
+export interface FrameReaderOptions {
+  /** Largest payload accepted; a larger declared length is a malformed frame. Default `MAX_PAYLOAD_BYTES`. */
+  readonly maxPayloadBytes?: number;
+}
 
 /**
  * Parses `[u32 LE header length][header JSON][payload][u64 LE XXH64 of the payload]` frames from
  * socket chunks. Payload bytes are copied straight into the buffer `landing` returns for the header
- * (a preallocated region or staging buffer), and hashed as they land, so large transfers are never
- * concatenated and their checksum costs no extra pass.
+ * (a preallocated landing buffer or staging buffer), and hashed as they land, so large transfers are
+ * never concatenated and their checksum costs no extra pass.
+ *
+ * Peer-supplied sizes are checked before use: a header over `MAX_HEADER_BYTES`, a header that is not
+ * a known op with its fields, or a payload longer than its landing buffer throws a
+ * `TRANSFER_FAILED` "malformed transfer frame" error; the caller closes the connection.
  */
 export class FrameReader {
-  readonly #landing: (header: FrameHeader) => Buffer;
+  readonly #landing: FrameLanding;
   readonly #onFrame: FrameHandler;
+  readonly #maxPayloadBytes: number;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   /** What the pending bytes will be: the header's length, the header, or the payload's trailer. */
@@ -39,15 +54,25 @@ export class FrameReader {
   #payload: Buffer | undefined;
   #hash: StreamingChecksum | undefined;
   #filled = 0;
+  /** Payload bytes still to drop (a payload with nowhere to land). */
+  #dropping = 0;
 
-  constructor(landing: (header: FrameHeader) => Buffer, onFrame: FrameHandler) {
+  constructor(landing: FrameLanding, onFrame: FrameHandler, options: FrameReaderOptions = {}) {
     this.#landing = landing;
     this.#onFrame = onFrame;
+    this.#maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
   }
 
   push(chunk: Buffer): void {
     let at = 0;
     while (at < chunk.length) {
+      if (this.#dropping > 0) {
+        const take = Math.min(chunk.length - at, this.#dropping);
+        this.#dropping -= take;
+        at += take;
+        if (this.#dropping === 0) this.#expect = "trailer";
+        continue;
+      }
       if (this.#payload && this.#filled < this.#payload.length) {
         const take = Math.min(chunk.length - at, this.#payload.length - this.#filled);
         chunk.copy(this.#payload, this.#filled, at, at + take);
@@ -68,21 +93,36 @@ export class FrameReader {
       this.#pendingBytes = 0;
       if (this.#expect === "length") {
         this.#headerLength = bytes.readUInt32LE(0);
+        if (this.#headerLength === 0 || this.#headerLength > MAX_HEADER_BYTES) {
+          throw malformedFrame(`a header of ${this.#headerLength} bytes (at most ${MAX_HEADER_BYTES})`);
+        }
         this.#expect = "header";
       } else if (this.#expect === "header") {
-        this.#header = JSON.parse(bytes.toString("utf8")) as FrameHeader;
-        const length = this.#header.length ?? 0;
-        if (length > 0) {
-          this.#payload = this.#landing(this.#header).subarray(0, length);
-          this.#hash = new StreamingChecksum();
-          this.#filled = 0;
-        } else {
-          this.#finish(true);
-        }
+        this.#startPayload(parseFrameHeader(bytes, this.#maxPayloadBytes));
       } else {
-        this.#finish(bytes.readBigUInt64LE(0) === this.#hash?.digest());
+        this.#finish(this.#hash !== undefined && bytes.readBigUInt64LE(0) === this.#hash.digest());
       }
     }
+  }
+
+  #startPayload(header: FrameHeader): void {
+    this.#header = header;
+    const length = header.length ?? 0;
+    if (length === 0) {
+      this.#finish(true);
+      return;
+    }
+    const landing = this.#landing(header);
+    if (!landing) {
+      this.#dropping = length;
+      return;
+    }
+    if (landing.length < length) {
+      throw malformedFrame(`${header.op} ${header.id}: ${length} payload bytes for a buffer of ${landing.length}`);
+    }
+    this.#payload = landing.subarray(0, length);
+    this.#hash = new StreamingChecksum();
+    this.#filled = 0;
   }
 
   #finish(intact: boolean): void {

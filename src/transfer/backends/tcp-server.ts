@@ -1,16 +1,30 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
 import { type RegionTable, regionAccess } from "../regions.js";
+import { malformedFrame } from "./tcp-frame-header.js";
 import { type FrameHeader, FrameReader, FrameWriter } from "./tcp-frames.js";
+import { HANDSHAKE_TIMEOUT_MS, handshakeProof, newNonce, proofMatches, SECRET_HINT } from "./tcp-handshake.js";
+
+/** Why the listener closed a connection. */
+export type RefusalReason = "malformed" | "unauthenticated";
 
 export interface TcpServeHandlers {
   readonly regions: RegionTable;
+  /** Peers must prove they hold this (see tcp-handshake.ts); absent: any peer that connects is served. */
+  readonly secret?: string | undefined;
   onNotify(from: string, message: string): void;
+  /** Hears every connection the listener closed for what its peer sent (or did not send). */
+  onRefused(reason: RefusalReason, detail: string, peer: string): void;
 }
+
+/** Ops a peer may ask of the listener once authenticated. */
+const requestOps: ReadonlySet<string> = new Set(["read", "write", "notify"]);
 
 /**
  * An agent's listener: peers read from and write to its registered regions and send it
- * notifications over persistent connections.
+ * notifications over persistent connections. Everything a peer sends is checked before use: the
+ * handshake first (when there is a secret), then each frame's shape and sizes; a connection that
+ * breaks a rule is told why, closed and reported through `onRefused`, and nothing else is affected.
  */
 export class TcpTransferServer {
   readonly #server: Server;
@@ -41,38 +55,96 @@ export class TcpTransferServer {
 
   #accept(socket: Socket, handlers: TcpServeHandlers): void {
     this.#sockets.add(socket);
-    socket.on("close", () => this.#sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     const writer = new FrameWriter(socket);
+    const { secret } = handlers;
+    const listenerNonce = secret === undefined ? undefined : newNonce();
+    let authenticated = secret === undefined;
+    let refused = false;
+    const refuse = (reason: RefusalReason, error: Error): void => {
+      if (refused) return;
+      refused = true;
+      clearTimeout(timer);
+      handlers.onRefused(reason, error.message, peer);
+      const closeSoon = (): void => {
+        socket.end();
+        setTimeout(() => socket.destroy(), 1000).unref();
+      };
+      // Tell the peer why before closing, so its error names the cause.
+      writer.send({ op: "error", id: 0, code: "TRANSFER_FAILED", message: error.message }).then(closeSoon, closeSoon);
+    };
+    const timer = setTimeout(() => {
+      if (!authenticated) refuse("unauthenticated", new Error(`no handshake within ${HANDSHAKE_TIMEOUT_MS} ms`));
+    }, HANDSHAKE_TIMEOUT_MS);
+    timer.unref();
+    socket.on("close", () => {
+      clearTimeout(timer);
+      this.#sockets.delete(socket);
+    });
+    socket.on("error", () => socket.destroy());
+
     const fail = (id: number, error: unknown): void => {
       const code = isArmatureError(error) ? error.code : "TRANSFER_FAILED";
       writer.send({ op: "error", id, code, message: (error as Error).message }).catch(() => socket.destroy());
     };
-    const landing = (header: FrameHeader): Buffer => {
+    const landing = (header: FrameHeader): Buffer | undefined => {
+      if (!authenticated) throw unauthenticated("a payload before the handshake");
+      if (header.op !== "write") return undefined;
+      const length = header.length ?? 0;
       try {
-        const region = handlers.regions.get(String(header.region), Number(header.offset), header.length ?? 0);
-        if (region.medium === "memory") return region.buffer.subarray(Number(header.offset));
+        handlers.regions.get(header.region as string, header.offset as number, length);
       } catch {
-        // Answered in the frame handler; the bytes still have to be consumed.
+        return undefined; // Answered in the frame handler; the bytes are dropped as they arrive.
       }
-      return Buffer.allocUnsafe(header.length ?? 0);
+      // A staging buffer, never the region itself: the bytes are unverified until the trailer
+      // matches, and a peer reading the region meanwhile must not see them (see `handle`).
+      return Buffer.allocUnsafe(length);
     };
     const reader = new FrameReader(landing, (header, payload, intact) => {
+      if (!authenticated) {
+        authenticate(header);
+        return;
+      }
+      if (!requestOps.has(header.op)) throw malformedFrame(`a listener is not asked '${header.op}'`);
       handle(header, payload, intact, handlers, writer).catch((error: unknown) => fail(header.id, error));
     });
+    const authenticate = (header: FrameHeader): void => {
+      const listener = listenerNonce as string;
+      const dialer = header.nonce;
+      if (header.op !== "auth" || typeof dialer !== "string") throw unauthenticated(`'${header.op}' before the handshake`);
+      if (!proofMatches(handshakeProof(secret as string, "client", listener, dialer), header.proof as string)) {
+        throw unauthenticated("its proof does not match this deployment's secret");
+      }
+      authenticated = true;
+      clearTimeout(timer);
+      writer
+        .send({ op: "welcome", id: 0, proof: handshakeProof(secret as string, "server", listener, dialer) })
+        .catch(() => socket.destroy());
+    };
     socket.on("data", (chunk: Buffer) => {
+      if (refused) return;
       try {
         reader.push(chunk);
-      } catch {
-        socket.destroy();
+      } catch (error) {
+        refuse(authenticated ? "malformed" : "unauthenticated", error as Error);
       }
     });
+    writer
+      .send({ op: "hello", id: 0, ...(listenerNonce === undefined ? {} : { nonce: listenerNonce }) })
+      .catch(() => socket.destroy());
   }
 
   async close(): Promise<void> {
     for (const socket of this.#sockets) socket.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
+}
+
+function unauthenticated(what: string): ArmatureError {
+  return new ArmatureError(
+    "TRANSFER_FAILED",
+    `transfer connection refused: ${what}; every worker of a deployment needs the same ${SECRET_HINT}`,
+  );
 }
 
 async function handle(
@@ -83,14 +155,15 @@ async function handle(
   writer: FrameWriter,
 ): Promise<void> {
   if (header.op === "notify") {
-    handlers.onNotify(String(header.from), String(header.message));
+    handlers.onNotify(header.from as string, header.message as string);
     await writer.send({ op: "ack", id: header.id });
     return;
   }
-  const offset = Number(header.offset);
+  const regionId = header.region as string;
+  const offset = header.offset as number;
   if (header.op === "read") {
-    const length = Number(header.readLength);
-    const region = handlers.regions.get(String(header.region), offset, length);
+    const length = header.readLength as number;
+    const region = handlers.regions.get(regionId, offset, length);
     let bytes: Buffer;
     if (region.medium === "memory") bytes = region.buffer.subarray(offset, offset + length);
     else {
@@ -100,15 +173,17 @@ async function handle(
     await writer.send({ op: "data", id: header.id }, bytes);
     return;
   }
-  if (header.op === "write") {
-    const bytes = payload ?? Buffer.alloc(0);
-    const region = handlers.regions.get(String(header.region), offset, bytes.length);
-    if (!intact) {
-      throw new ArmatureError("TRANSFER_CORRUPTED", `checksum mismatch on a write of ${bytes.length} bytes`, { retryable: true });
-    }
-    if (region.medium !== "memory") await regionAccess(region).writeFrom(offset, bytes);
-    await writer.send({ op: "ack", id: header.id });
-    return;
+  // A write: its payload sits in a staging buffer and reaches the region only once its checksum matched.
+  const length = header.length ?? 0;
+  const region = handlers.regions.get(regionId, offset, length);
+  if (!intact && payload) {
+    throw new ArmatureError("TRANSFER_CORRUPTED", `checksum mismatch on a write of ${length} bytes`, { retryable: true });
   }
-  throw new ArmatureError("TRANSFER_FAILED", `unknown transfer op ${String(header.op)}`);
+  if (length > 0 && !payload) {
+    throw new ArmatureError("TRANSFER_FAILED", `region ${regionId} was not registered when its write arrived`, {
+      retryable: true,
+    });
+  }
+  await regionAccess(region).writeFrom(offset, payload ?? Buffer.alloc(0));
+  await writer.send({ op: "ack", id: header.id });
 }
