@@ -54,3 +54,16 @@ test("disaggregation, router and transfer settings parse, and bad ones are refus
   assert.throws(() => resolveServeOptions(["--decode", "0"], {}), /--decode \(ARMATURE_DECODE\) must be an integer ≥ 1/);
   assert.throws(() => resolveServeOptions(["--router", "remotely"], {}), /--router .* must be one of .*remote/);
 });
+
+test("--api-key repeats; ARMATURE_API_KEY is comma-separated; --metrics-require-key is a bare flag", () => {
+  const o = resolveServeOptions(["--api-key", "k1", "--api-key", "k2", "--metrics-require-key"], { ARMATURE_API_KEY: "e1" });
+  assert.deepEqual([o.apiKeys, o.metricsRequireKey, o.apiKeysFile], [["k1", "k2"], true, undefined]);
+  const e = resolveServeOptions([], { ARMATURE_API_KEY: "e1,e2,", ARMATURE_API_KEYS_FILE: "/k.yaml" });
+  assert.deepEqual([e.apiKeys, e.metricsRequireKey, e.apiKeysFile], [["e1", "e2"], false, "/k.yaml"]);
+  assert.equal(resolveServeOptions([], { ARMATURE_METRICS_REQUIRE_KEY: "on" }).metricsRequireKey, true);
+  assert.deepEqual(resolveServeOptions([], {}).apiKeys, []);
+  assert.throws(
+    () => resolveServeOptions([], { ARMATURE_METRICS_REQUIRE_KEY: "maybe" }),
+    /--metrics-require-key \(ARMATURE_METRICS_REQUIRE_KEY\) must be on or off/,
+  );
+});

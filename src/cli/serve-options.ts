@@ -10,6 +10,12 @@ export type RouterName = (typeof routerNames)[number];
 export interface ServeOptions {
   readonly host: string;
   readonly port: number;
+  /** `--api-key` (repeatable) or `ARMATURE_API_KEY` (comma-separated): keys without limits. */
+  readonly apiKeys: readonly string[];
+  /** YAML or JSON list of keys with names, limits and models; reloaded on SIGHUP. */
+  readonly apiKeysFile: string | undefined;
+  /** `/metrics` asks for a key too (only with keys). */
+  readonly metricsRequireKey: boolean;
   readonly engine: "llamacpp" | "mocker";
   readonly model: string | undefined;
   readonly modelName: string | undefined;
@@ -60,7 +66,9 @@ export interface ServeOptions {
 }
 
 interface Setting {
-  readonly type: "string" | "integer" | "number";
+  readonly type: "string" | "integer" | "number" | "boolean";
+  /** A repeatable flag; its environment twin is comma-separated, its config key a list. */
+  readonly multiple?: boolean;
   readonly env: string;
   readonly help: string;
   readonly choices?: readonly string[];
@@ -70,6 +78,22 @@ interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  "api-key": {
+    type: "string",
+    multiple: true,
+    env: "ARMATURE_API_KEY",
+    help: "a key clients must send (Authorization: Bearer KEY or x-api-key); repeatable, the variable comma-separated",
+  },
+  "api-keys-file": {
+    type: "string",
+    env: "ARMATURE_API_KEYS_FILE",
+    help: "YAML/JSON list of {key, name, requests_per_minute, tokens_per_minute, max_concurrent, models}; SIGHUP reloads it",
+  },
+  "metrics-require-key": {
+    type: "boolean",
+    env: "ARMATURE_METRICS_REQUIRE_KEY",
+    help: "/metrics asks for an API key too (default: open, like /health and /live)",
+  },
   engine: {
     type: "string",
     env: "ARMATURE_ENGINE",
@@ -216,7 +240,12 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
   const { values } = parseArgs({
     args: [...argv],
     options: {
-      ...Object.fromEntries(Object.keys(serveSettings).map((k) => [k, { type: "string" as const }])),
+      ...Object.fromEntries(
+        Object.entries(serveSettings).map(([k, s]) => [
+          k,
+          s.type === "boolean" ? { type: "boolean" as const } : { type: "string" as const, multiple: s.multiple ?? false },
+        ]),
+      ),
       config: { type: "string" },
     },
     strict: true,
@@ -238,6 +267,23 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     }
     return value;
   };
+  const list = (flag: string): string[] => {
+    const fromFlag = (values as Record<string, unknown>)[flag] as string[] | undefined;
+    if (fromFlag !== undefined && fromFlag.length > 0) return fromFlag;
+    const fromEnv = env[(serveSettings[flag] as Setting).env];
+    if (fromEnv !== undefined) return fromEnv.split(",").filter((item) => item.trim() !== "");
+    const fromConfig = config[flag];
+    if (fromConfig === undefined) return [];
+    return Array.isArray(fromConfig) ? fromConfig.map(String) : [String(fromConfig)];
+  };
+  const bool = (flag: string): boolean => {
+    if ((values as Record<string, unknown>)[flag] === true) return true;
+    const value = env[(serveSettings[flag] as Setting).env] ?? config[flag];
+    if (value === undefined || value === false || value === true) return value === true;
+    if (/^(1|true|on|yes)$/i.test(String(value))) return true;
+    if (/^(0|false|off|no|)$/i.test(String(value))) return false;
+    throw configError(flag, `must be on or off, got '${String(value)}'`);
+  };
   const num = (flag: string, integer: boolean, min: number): number | undefined => {
     const value = raw(flag);
     if (value === undefined) return undefined;
@@ -250,6 +296,9 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
   return {
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
+    apiKeys: list("api-key"),
+    apiKeysFile: str("api-keys-file"),
+    metricsRequireKey: bool("metrics-require-key"),
     engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
     model: str("model"),
     modelName: str("model-name"),

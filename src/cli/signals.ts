@@ -13,3 +13,11 @@ export function untilSignal(logger: Logger): Promise<void> {
     process.on("SIGTERM", onSignal);
   });
 }
+
+/** Calls `handler` on every SIGHUP until the returned function is called; then SIGHUP ends the process again. */
+export function onHangup(handler: () => void): () => void {
+  process.on("SIGHUP", handler);
+  return () => {
+    process.off("SIGHUP", handler);
+  };
+}

@@ -18,6 +18,7 @@ import {
   WorkerSet,
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
+import { createApiAccess } from "./api-access.js";
 import type { ServeOptions } from "./serve-options.js";
 
 export interface FrontendStack {
@@ -42,6 +43,7 @@ export async function startFrontend(
   shareLoad = true,
 ): Promise<FrontendStack> {
   const meter = new PrometheusMeter();
+  const apiAccess = createApiAccess(options, meter);
   const onOverhead = routerOverheadMetrics(meter);
   // Bookings go to every replica (and to armature router processes) over the event plane.
   const activeLoad = new ActiveLoad({
@@ -121,6 +123,7 @@ export async function startFrontend(
       host: options.host,
       port: options.port,
       migrationLimit: options.migrationLimit,
+      access: apiAccess?.access,
     });
   } catch (error) {
     stopRouting();
@@ -136,10 +139,12 @@ export async function startFrontend(
     }
     throw error;
   }
+  const stopKeyReloads = apiAccess?.reloadOnHangup(logger);
   return {
     frontend,
     router,
     async close(graceMs = 30_000) {
+      stopKeyReloads?.();
       await frontend.close(graceMs);
       stopRouting();
     },

@@ -5,6 +5,7 @@ import type { Logger, MetricMeter } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
+import { type AccessControl, sendAccessDenial } from "./access/index.js";
 import { FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -20,6 +21,8 @@ export interface FrontendOptions {
   readonly invalidMessages?: InvalidMessages | undefined;
   readonly meter: MetricMeter;
   readonly logger: Logger;
+  /** API keys and their quotas (docs/security.md); absent, the API serves anyone who reaches it. */
+  readonly access?: AccessControl | undefined;
   readonly host?: string;
   /** 0 picks a free port. Default 8000. */
   readonly port?: number;
@@ -96,11 +99,15 @@ export class Frontend {
     const headers = { "x-request-id": requestId };
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
+    const access = this.#o.access?.check(req, res, path);
+    if (access?.kind === "denied") return sendAccessDenial(req, res, access.denial, headers);
+    const grant = access?.kind === "granted" ? access.grant : undefined;
     const deps = {
       router: this.#o.router,
       pipelines: this.#pipelines,
       metrics: this.#metrics,
-      logger: this.#log,
+      logger: grant ? this.#log.child({ keyName: grant.keyName }) : this.#log,
+      access: grant,
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 32 * 1024 * 1024,
       migrationLimit: this.#o.migrationLimit ?? 3,
     };
@@ -110,7 +117,7 @@ export class Frontend {
       case "POST /v1/completions":
         return handleCompletions("text", req, res, requestId, deps);
       case "GET /v1/models":
-        return handleModels(res, this.#o.router, this.#startedAt, headers);
+        return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
         return handleHealth(res, this.#o.router, headers);
       case "GET /live":

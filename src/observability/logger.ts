@@ -28,7 +28,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? process.env.ARMATURE_LOG_LEVEL ?? "info",
       base: { service: "armature" },
       redact: {
-        paths: ["headers.authorization", "req.headers.authorization", "apiKey", "*.apiKey"],
+        paths: [
+          "headers.authorization",
+          "req.headers.authorization",
+          'headers["x-api-key"]',
+          'req.headers["x-api-key"]',
+          "apiKey",
+          "*.apiKey",
+          "apiKeys",
+          "*.apiKeys",
+        ],
         censor: "[redacted]",
       },
     },

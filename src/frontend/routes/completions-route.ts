@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
+import type { RequestGrant } from "../access/index.js";
 import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
 import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
@@ -19,6 +20,8 @@ export interface CompletionsRouteDeps {
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
   readonly migrationLimit: number;
+  /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
+  readonly access?: RequestGrant | undefined;
 }
 
 type Kind = "chat" | "text";
@@ -47,6 +50,7 @@ export async function handleCompletions(
   try {
     const raw = await readJsonBody(req, deps.bodyLimitBytes);
     const request = kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
+    deps.access?.checkModel(request.model);
     stream = request.stream;
     timer = deps.metrics.startRequest(request.model);
     const pipeline = await deps.pipelines.get(request.model);
@@ -79,6 +83,8 @@ export async function handleCompletions(
       ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log)
       : await unaryResponse(kind, generation, idn, res, headers);
     const usage = end?.usage;
+    // A response cut short has no usage: its prompt was still processed, so it is charged.
+    deps.access?.recordUsage(usage?.prompt_tokens ?? tokenIds.length, usage?.completion_tokens ?? 0);
     timer.finish({
       endpoint,
       requestType: stream ? "stream" : "unary",

@@ -4,9 +4,16 @@ import type { Router } from "../../router/index.js";
 import type { FrontendMetrics } from "../frontend-metrics.js";
 import { sendJson } from "../http-io.js";
 
-/** `GET /v1/models`: every model some worker serves now. */
-export function handleModels(res: ServerResponse, router: Router, startedAt: number, headers: Record<string, string>): void {
-  const data = router.workers.models().map((card) => ({
+/** `GET /v1/models`: every model some worker serves now (that the caller's API key may use). */
+export function handleModels(
+  res: ServerResponse,
+  router: Router,
+  startedAt: number,
+  headers: Record<string, string>,
+  key?: { allowsModel(model: string): boolean },
+): void {
+  const served = router.workers.models().filter((card) => key?.allowsModel(card.name) ?? true);
+  const data = served.map((card) => ({
     id: card.name,
     object: "model" as const,
     created: Math.floor(startedAt / 1000),
