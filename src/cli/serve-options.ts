@@ -10,6 +10,10 @@ export type RouterName = (typeof routerNames)[number];
 export interface ServeOptions {
   readonly host: string;
   readonly port: number;
+  /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
+  readonly maxBodyBytes: number;
+  /** Deadline of each request in ms (`--request-timeout`, given in seconds); undefined: none. */
+  readonly requestTimeoutMs: number | undefined;
   /** `--api-key` (repeatable) or `ARMATURE_API_KEY` (comma-separated): keys without limits. */
   readonly apiKeys: readonly string[];
   /** YAML or JSON list of keys with names, limits and models; reloaded on SIGHUP. */
@@ -78,6 +82,16 @@ interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  "max-body-bytes": {
+    type: "integer",
+    env: "ARMATURE_MAX_BODY_BYTES",
+    help: "largest request body accepted; larger ones get 413 (default 8388608, 8 MiB)",
+  },
+  "request-timeout": {
+    type: "number",
+    env: "ARMATURE_REQUEST_TIMEOUT",
+    help: "seconds a request may take, waiting in the queue included; then 504, or an error event on a stream (default 600; 0: none)",
+  },
   "api-key": {
     type: "string",
     multiple: true,
@@ -296,6 +310,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
   return {
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
+    maxBodyBytes: num("max-body-bytes", true, 1024) ?? 8 * 1024 * 1024,
+    requestTimeoutMs: ((seconds) => (seconds === 0 ? undefined : seconds * 1000))(num("request-timeout", false, 0) ?? 600),
     apiKeys: list("api-key"),
     apiKeysFile: str("api-keys-file"),
     metricsRequireKey: bool("metrics-require-key"),

@@ -123,6 +123,8 @@ export async function startFrontend(
       host: options.host,
       port: options.port,
       migrationLimit: options.migrationLimit,
+      bodyLimitBytes: options.maxBodyBytes,
+      requestTimeoutMs: options.requestTimeoutMs,
       access: apiAccess?.access,
     });
   } catch (error) {

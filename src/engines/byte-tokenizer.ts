@@ -9,6 +9,8 @@ export const BYTE_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>
  */
 export class ByteTokenizer implements Tokenizer {
   readonly vocabSize = 256 + BYTE_SPECIAL_TOKENS.length;
+  /** A special token's text is the longest one token stands for. */
+  readonly maxTokenBytes = Math.max(...BYTE_SPECIAL_TOKENS.map((t) => t.length));
   readonly #decoder = new TextDecoder("utf-8", { fatal: false });
 
   static readonly endOfText = 256;

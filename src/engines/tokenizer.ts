@@ -5,4 +5,9 @@ export interface Tokenizer {
   /** Decodes ids to text; incomplete UTF-8 sequences come out as U+FFFD. */
   decode(tokenIds: readonly number[]): string;
   readonly vocabSize: number;
+  /**
+   * An upper bound on the UTF-8 bytes of text one token stands for, so a prompt's token count has
+   * a lower bound (bytes / this) before it is tokenized.
+   */
+  readonly maxTokenBytes: number;
 }

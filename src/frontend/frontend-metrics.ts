@@ -22,12 +22,13 @@ export interface RequestOutcome {
 export class RequestTimer {
   readonly #metrics: FrontendMetrics;
   readonly #model: string;
-  readonly #startedAt = performance.now();
+  readonly #startedAt: number;
   #lastTokenAt: number | undefined;
   #finished = false;
 
-  constructor(metrics: FrontendMetrics, model: string) {
+  constructor(metrics: FrontendMetrics, model: string, startedAt = performance.now()) {
     this.#metrics = metrics;
+    this.#startedAt = startedAt;
     this.#model = model;
     metrics.inflight.inc({ model });
   }
@@ -205,8 +206,9 @@ export class FrontendMetrics {
     for (const [kind, count] of counts) this.#invalidMessages.set({ kind }, count);
   }
 
-  startRequest(model: string): RequestTimer {
-    return new RequestTimer(this, model);
+  /** Times a request for `model` (a served model's name: labels must stay bounded) from `startedAt`. */
+  startRequest(model: string, startedAt?: number): RequestTimer {
+    return new RequestTimer(this, model, startedAt);
   }
 
   /** Refreshes the per-worker and per-model gauges; called before each scrape. */

@@ -47,6 +47,8 @@ export interface GenerationInput {
   readonly tokenIds: readonly number[];
   readonly params: CommonParams;
   readonly signal: AbortSignal;
+  /** Time left before the request's deadline, told to the worker so it stops too; undefined: none. */
+  readonly timeoutMs?: number | undefined;
   readonly observer: GenerationObserver;
   /** Times a request may move to another worker when its worker fails mid-stream. */
   readonly migrationLimit: number;
@@ -69,6 +71,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     maxTokens: resolveMaxTokens(pipeline, tokenIds.length, params.maxTokens),
     ignoreEos: params.ignoreEos,
     constraint: params.constraint,
+    ...(input.timeoutMs === undefined ? {} : { timeoutMs: Math.round(input.timeoutMs) }),
   };
   const call = await router.route(request, {
     signal: input.signal,

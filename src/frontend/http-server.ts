@@ -28,8 +28,10 @@ export interface FrontendOptions {
   readonly port?: number;
   /** Times a request may move to another worker when its worker fails mid-stream. Default 3. */
   readonly migrationLimit?: number;
-  /** Largest accepted request body. Default 32 MiB. */
+  /** Largest accepted request body; larger ones get 413. Default 8 MiB. */
   readonly bodyLimitBytes?: number;
+  /** How long a request may take, from arrival, before it is cancelled (504). Default: no deadline. */
+  readonly requestTimeoutMs?: number | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -108,7 +110,8 @@ export class Frontend {
       metrics: this.#metrics,
       logger: grant ? this.#log.child({ keyName: grant.keyName }) : this.#log,
       access: grant,
-      bodyLimitBytes: this.#o.bodyLimitBytes ?? 32 * 1024 * 1024,
+      bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
+      requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
     };
     switch (route) {

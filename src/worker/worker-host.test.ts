@@ -108,3 +108,39 @@ test("closing drains in-flight requests and refuses new ones", async () => {
   assert.equal(worker.state, "stopped");
   await runtime.close();
 });
+
+test("a request's deadline holds on the worker even when no cancellation arrives", async () => {
+  const runtime = createEmbeddedRuntime();
+  // At its modelled speed the mocker needs seconds for 5000 tokens; the deadline is 150 ms.
+  const worker = await WorkerHost.create({ runtime, engine: new MockerEngine(), id: "w1", modelName: "m", logger: silentLogger });
+  let tokens = 0;
+  let end: GenerateResponse | undefined;
+  try {
+    for await (const item of runtime.requests.call("w1", { ...request(5000), timeoutMs: 150 })) {
+      const response = item as GenerateResponse;
+      if (response.type === "token-delta") tokens += response.tokenIds.length;
+      else end = response;
+    }
+  } catch (error) {
+    assert.equal(isArmatureError(error) && error.code, "REQUEST_TIMEOUT");
+  }
+  assert.ok(end === undefined || end.finishReason === "cancelled", `ended as ${JSON.stringify(end)}`);
+  assert.ok(tokens < 5000, `stopped early (${tokens} tokens)`);
+  await worker.close(100);
+  await runtime.close();
+});
+
+test("a malformed generate request is refused naming the field, and counted", async () => {
+  const { runtime, worker } = await setup();
+  await assert.rejects(
+    async () => {
+      for await (const _ of runtime.requests.call("w1", { ...request(5), tokenIds: [1, "two"] })) {
+        /* drain */
+      }
+    },
+    (e: unknown) => isArmatureError(e) && e.code === "REQUEST_INVALID" && /tokenIds\[1\] must be an integer/.test(e.message),
+  );
+  assert.equal(runtime.invalidMessages.counts.get("generate-request"), 1);
+  await worker.close(100);
+  await runtime.close();
+});

@@ -137,11 +137,15 @@ export class WorkerHost {
     return this.#o.leaseTtlMs ?? 10_000;
   }
 
-  async *#handle(payload: unknown, signal: AbortSignal): AsyncGenerator<GenerateResponse> {
+  async *#handle(payload: unknown, callerSignal: AbortSignal): AsyncGenerator<GenerateResponse> {
     if (this.#state !== "running") {
       throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
     }
     const request = this.#o.runtime.invalidMessages.check("generate-request", generateRequestSchema, payload, this.id);
+    // The caller's deadline holds here too: work nobody waits for any more stops even if the
+    // cancellation is lost on the way.
+    const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(request.timeoutMs);
+    const signal = deadline ? AbortSignal.any([callerSignal, deadline.signal]) : callerSignal;
     let done!: () => void;
     const tracked = new Promise<void>((resolve) => {
       done = resolve;
@@ -158,6 +162,7 @@ export class WorkerHost {
         yield response;
       }
     } finally {
+      deadline?.clear();
       this.#inflight.delete(tracked);
       done();
       this.#publishLoad();
@@ -263,4 +268,15 @@ export class WorkerHost {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** A signal that aborts with `REQUEST_TIMEOUT` after `ms`, and `clear` to drop its timer early. */
+function deadlineAfter(ms: number): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new ArmatureError("REQUEST_TIMEOUT", `the request's deadline of ${ms} ms passed on the worker`)),
+    ms,
+  );
+  timer.unref();
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }

@@ -12,10 +12,13 @@ let server: ServeProcess;
 let client: OpenAI;
 const MODEL = "armature-tiny";
 const CONTEXT = 256;
+const BODY_LIMIT = 64 * 1024;
 
 before(async () => {
   const cacheDir = await mkdtemp(join(tmpdir(), "armature-bad-"));
-  server = await startServe(["--context-size", String(CONTEXT)], { ARMATURE_CACHE_DIR: cacheDir });
+  server = await startServe(["--context-size", String(CONTEXT), "--max-body-bytes", String(BODY_LIMIT)], {
+    ARMATURE_CACHE_DIR: cacheDir,
+  });
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
 });
 after(async () => {
@@ -101,6 +104,37 @@ test("a prompt longer than the context → 400 context_length_exceeded", async (
     client.completions.create({ model: MODEL, prompt: Array.from({ length: CONTEXT + 10 }, () => 65), max_tokens: 1 }),
     (e: unknown) => e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded",
   );
+});
+
+test("a body over --max-body-bytes → 413 naming the flag, declared or streamed", async () => {
+  // Regression: oversize bodies got 400, and the limit (32 MiB) had no flag.
+  const big = JSON.stringify(chat({ messages: [{ role: "user", content: "x".repeat(BODY_LIMIT) }] }));
+  const declared = await post("/v1/chat/completions", big);
+  assert.equal(declared.status, 413);
+  assert.equal(declared.body.error.code, "request_too_large");
+  assert.match(declared.body.error.message, /limit of 65536 bytes .*--max-body-bytes/);
+  const chunks = new ReadableStream({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(big));
+      controller.close();
+    },
+  });
+  const streamed = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: chunks,
+    duplex: "half",
+  } as RequestInit);
+  assert.equal(streamed.status, 413);
+  assert.equal(((await streamed.json()) as ErrorBody).error.code, "request_too_large");
+});
+
+test("a prompt that cannot fit is refused before the template renders it", async () => {
+  // Regression: the whole body was templated and tokenized before the context-length check.
+  const { status, body } = await post("/v1/chat/completions", chat({ messages: [{ role: "user", content: "y".repeat(60_000) }] }));
+  assert.equal(status, 400);
+  assert.equal(body.error.code, "context_length_exceeded");
+  assert.match(body.error.message, /the prompt has at least \d+ \(60000 bytes of text\)/);
 });
 
 test("n > 1 → 400 unsupported", async () => {

@@ -66,14 +66,17 @@ test("/metrics passes promtool and carries the request, latency and worker metri
     for await (const _ of stream) {
       /* drain */
     }
-    await client.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "hi" }] }).catch(() => {});
+    // Made-up model names must not become label values (a loop of them grew the registry forever).
+    for (let i = 0; i < 20; i++) {
+      await client.chat.completions.create({ model: `nope-${i}`, messages: [{ role: "user", content: "hi" }] }).catch(() => {});
+    }
     await new Promise((r) => setTimeout(r, 1100)); // one load report from the worker
     const text = await (await fetch(`${server.url}/metrics`)).text();
     const checked = await promtoolCheck(text);
     assert.ok(checked.ok, checked.output);
     for (const name of [
       'armature_frontend_requests_total{model="armature-mocker",endpoint="chat_completions",request_type="unary",status="success"',
-      'armature_frontend_requests_total{model="nope",endpoint="chat_completions",request_type="unary",status="error",error_type="not_found"}',
+      'armature_frontend_requests_total{model="unknown",endpoint="chat_completions",request_type="unary",status="error",error_type="not_found"} 20',
       "armature_frontend_inflight_requests",
       "armature_frontend_time_to_first_token_seconds_bucket",
       "armature_frontend_inter_token_latency_seconds_bucket",
@@ -84,6 +87,7 @@ test("/metrics passes promtool and carries the request, latency and worker metri
     ]) {
       assert.ok(text.includes(name), `missing ${name}`);
     }
+    assert.equal(text.includes('model="nope'), false, "no client-chosen name labels a metric");
   } finally {
     assert.equal(await server.stop(), 0);
   }

@@ -5,6 +5,7 @@ import { llamaRuntime } from "./llama-runtime.js";
 /** The tokenizer of a GGUF model, from llama.cpp. */
 export class GgufTokenizer implements Tokenizer {
   readonly #model: LlamaModel;
+  #maxTokenBytes: number | undefined;
 
   private constructor(model: LlamaModel) {
     this.#model = model;
@@ -23,6 +24,21 @@ export class GgufTokenizer implements Tokenizer {
   get vocabSize(): number {
     const tokens = this.#model.fileInfo.metadata.tokenizer?.ggml?.tokens;
     return Array.isArray(tokens) ? tokens.length : 0;
+  }
+
+  /**
+   * The longest token text in the vocabulary, in UTF-8 bytes. Stored token texts are never shorter
+   * than what they decode to (byte-level BPE maps each byte to one or two-byte characters,
+   * SentencePiece writes a space as three-byte `▁` and byte fallbacks as `<0xNN>`), so it bounds it.
+   */
+  get maxTokenBytes(): number {
+    if (this.#maxTokenBytes === undefined) {
+      const tokens = this.#model.fileInfo.metadata.tokenizer?.ggml?.tokens;
+      let max = 1;
+      if (Array.isArray(tokens)) for (const token of tokens) max = Math.max(max, Buffer.byteLength(String(token)));
+      this.#maxTokenBytes = max;
+    }
+    return this.#maxTokenBytes;
   }
 
   encode(text: string, options: { special?: boolean } = {}): number[] {

@@ -9,6 +9,7 @@ import { toHttpError } from "../http-errors.js";
 import { readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
+import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { SseWriter } from "../sse-writer.js";
@@ -19,6 +20,8 @@ export interface CompletionsRouteDeps {
   readonly metrics: FrontendMetrics;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
+  /** The request's deadline from arrival (`--request-timeout`); undefined: none. */
+  readonly requestTimeoutMs?: number | undefined;
   readonly migrationLimit: number;
   /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
   readonly access?: RequestGrant | undefined;
@@ -40,7 +43,19 @@ export async function handleCompletions(
   let timer: RequestTimer | undefined;
   let stream = false;
   const controller = new AbortController();
+  const arrivedAt = performance.now();
+  const timeoutMs = deps.requestTimeoutMs;
+  const deadline =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          controller.abort(
+            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
+          );
+          log.warn({ timeoutMs }, "request timed out; generation cancelled");
+        }, timeoutMs);
   res.on("close", () => {
+    clearTimeout(deadline);
     if (!res.writableFinished) {
       controller.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
       deps.metrics.disconnected.inc();
@@ -52,14 +67,16 @@ export async function handleCompletions(
     const request = kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
     deps.access?.checkModel(request.model);
     stream = request.stream;
-    timer = deps.metrics.startRequest(request.model);
+    // Only a served model's name labels metrics: a client's made-up names never reach the registry.
     const pipeline = await deps.pipelines.get(request.model);
+    timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const tokenIds = promptTokens(request, pipeline);
     const generation = await startGeneration(deps.router, {
       pipeline,
       tokenIds,
       params: request,
       signal: controller.signal,
+      timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,
       migrationLimit: deps.migrationLimit,
       onMigrate: (from, to, generated) => {
@@ -82,6 +99,8 @@ export async function handleCompletions(
     const end = request.stream
       ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log)
       : await unaryResponse(kind, generation, idn, res, headers);
+    // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
+    if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
     const usage = end?.usage;
     // A response cut short has no usage: its prompt was still processed, so it is charged.
     deps.access?.recordUsage(usage?.prompt_tokens ?? tokenIds.length, usage?.completion_tokens ?? 0);
@@ -105,13 +124,34 @@ export async function handleCompletions(
       status: "error",
       errorType: http.errorType,
     });
-    if (!res.headersSent && !res.destroyed) sendJson(res, http.status, http.body, baseHeaders);
+    if (!res.headersSent && !res.destroyed) {
+      // An oversized body is left unread: the connection cannot be reused.
+      sendJson(res, http.status, http.body, http.status === 413 ? { ...baseHeaders, connection: "close" } : baseHeaders);
+    } else if (stream && !res.writableEnded && !res.destroyed) {
+      res.end(`data: ${JSON.stringify({ error: http.body.error })}\n\ndata: [DONE]\n\n`);
+    }
+  } finally {
+    clearTimeout(deadline);
   }
 }
 
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof ArmatureError && reason.code === "REQUEST_TIMEOUT";
+}
+
 function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelPipeline): number[] {
-  if (request.kind === "chat") return pipeline.tokenize(pipeline.renderChat(request.messages));
-  if ("text" in request.prompt) return pipeline.tokenize(request.prompt.text);
+  if (request.kind === "chat") {
+    refuseIfSurelyTooLong(
+      request.messages.map((m) => m.content),
+      pipeline,
+      "messages",
+    );
+    return pipeline.tokenize(pipeline.renderChat(request.messages));
+  }
+  if ("text" in request.prompt) {
+    refuseIfSurelyTooLong([request.prompt.text], pipeline, "prompt");
+    return pipeline.tokenize(request.prompt.text);
+  }
   const vocab = pipeline.tokenizer.vocabSize;
   const bad = request.prompt.tokenIds.find((t) => t >= vocab);
   if (bad !== undefined) {

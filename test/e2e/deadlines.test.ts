@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+
+// --request-timeout: a request that runs past it ends with a clear error, wherever it is.
+let server: ServeProcess;
+const MODEL = "armature-mocker";
+
+before(async () => {
+  // The mocker at its modelled speed takes seconds for 2000 tokens; the deadline is one second.
+  server = await startServe(["--engine", "mocker", "--request-timeout", "1"]);
+});
+after(async () => {
+  assert.equal(await server.stop("SIGTERM"), 0, server.output());
+});
+
+const long = (stream: boolean) => ({ model: MODEL, prompt: "tell me everything", max_tokens: 2000, ignore_eos: true, stream });
+
+async function post(body: object): Promise<Response> {
+  return fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+test("a unary request past --request-timeout → 504 request_timeout", async () => {
+  const res = await post(long(false));
+  assert.equal(res.status, 504);
+  const body = (await res.json()) as { error: { code: string; message: string } };
+  assert.equal(body.error.code, "request_timeout");
+  assert.match(body.error.message, /limit of 1 s/);
+});
+
+test("a stream past --request-timeout ends with an error event and [DONE]", async () => {
+  const res = await post(long(true));
+  assert.equal(res.status, 200);
+  const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: "));
+  assert.ok(events.length > 2, "some tokens came before the deadline");
+  assert.equal(events.at(-1), "data: [DONE]");
+  const last = JSON.parse((events.at(-2) as string).slice(6)) as { error?: { code: string } };
+  assert.equal(last.error?.code, "request_timeout");
+});
+
+test("after timeouts the server serves a short request, and its metrics count them", async () => {
+  const res = await post({ model: MODEL, prompt: "hi", max_tokens: 3 });
+  assert.equal(res.status, 200);
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  assert.match(metrics, /armature_frontend_requests_total\{model="armature-mocker",endpoint="completions",request_type="unary",status="error",error_type="timeout"\} 1/);
+});
