@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, rmSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, realpath, stat, statfs, writeFile } from "node:fs/promises";
+import { isAbsolute, join, relative, sep } from "node:path";
+import { ArmatureError } from "../protocol/index.js";
 
 const OWNER_FILE = ".owner-pid";
 
@@ -44,4 +45,45 @@ function alive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * Checks a file path a peer's descriptor names before this process opens it, and returns the path
+ * resolved (symlinks followed) and the file's size. The path arrives on the request plane, so it is
+ * taken as hostile: it must be absolute with no `..`, resolve to `parent/armature-AGENT/FILE` (the
+ * describing agent's own shared folder, one level down, after symlinks) and be a regular file.
+ * Anything else is `TRANSFER_FAILED`; a file that is gone is `TRANSFER_FAILED` as well.
+ */
+export async function confinedSharedFile(path: string, parent: string, agent: string): Promise<{ path: string; size: number }> {
+  const refuse = (why: string, cause?: unknown): ArmatureError =>
+    new ArmatureError("TRANSFER_FAILED", `refused to open ${JSON.stringify(path)} for agent ${agent}: ${why}`, { cause });
+  if (!isAbsolute(path) || path.split(/[\\/]/).includes("..")) throw refuse("a descriptor path must be absolute, without '..'");
+  let resolved: string;
+  let root: string;
+  try {
+    resolved = await realpath(path);
+    root = await realpath(parent);
+  } catch (cause) {
+    throw refuse("it is gone (the owner frees a region's file with the region)", cause);
+  }
+  const parts = relative(root, resolved).split(sep);
+  if (parts.length !== 2 || parts[0] !== `armature-${agent}` || parts.includes("..")) {
+    throw refuse(`it resolves to ${resolved}, outside the agent's shared folder ${join(root, `armature-${agent}`)}`);
+  }
+  const info = await stat(resolved).catch((cause: unknown) => {
+    throw refuse("it is gone", cause);
+  });
+  if (!info.isFile()) throw refuse("it is not a regular file");
+  return { path: resolved, size: info.size };
+}
+
+/** Bytes an unprivileged process may still write on the file system that holds `dir`. */
+export async function freeBytes(dir: string): Promise<number> {
+  const info = await statfs(dir);
+  return info.bavail * info.bsize;
+}
+
+/** Whether `name` is a plain file name: no folder part, no `..`, nothing a peer could steer a path with. */
+export function isPlainFileName(name: string): boolean {
+  return /^[A-Za-z0-9._-]{1,200}$/.test(name) && name !== "." && name !== "..";
 }

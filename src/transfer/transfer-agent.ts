@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { chooseBackend } from "./backend-choice.js";
 import { TcpConnection } from "./backends/tcp-connection.js";
@@ -21,7 +21,7 @@ import {
 import { localHostId } from "./host-id.js";
 import type { ObjectStore } from "./object-store.js";
 import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
-import { createSharedDir, sweepDeadSharedDirs } from "./shared-dir.js";
+import { confinedSharedFile, createSharedDir, freeBytes, isPlainFileName, sweepDeadSharedDirs } from "./shared-dir.js";
 
 export interface TransferAgentOptions {
   /** Unique name; default a random one. */
@@ -171,9 +171,20 @@ export class TransferAgent {
     return this.regions.deregister(id);
   }
 
-  /** A path in this agent's shared folder, for files peers on this host may open directly. */
+  /**
+   * A path in this agent's shared folder, for files peers on this host may open directly. Throws
+   * `REQUEST_INVALID` for a name with a folder part or `..` (names may carry ids from peers).
+   */
   sharedPath(fileName: string): string {
+    if (!isPlainFileName(fileName)) {
+      throw new ArmatureError("REQUEST_INVALID", `${JSON.stringify(fileName)} is not a plain file name`);
+    }
     return join(this.sharedDir, fileName);
+  }
+
+  /** Bytes still free on the file system of the shared folder (/dev/shm is 64 MiB in Docker by default). */
+  sharedFreeBytes(): Promise<number> {
+    return freeBytes(this.sharedDir);
   }
 
   /** A descriptor of `[offset, offset + length)` of a registered region, for peers. */
@@ -345,17 +356,10 @@ export class TransferAgent {
     if (backend === "shm") {
       if (!remote.path)
         throw new ArmatureError("REQUEST_INVALID", `the shm backend needs a file descriptor; region ${remote.region} is memory`);
-      // The owner deletes a region's file when it frees the region.
-      let size: number;
-      try {
-        size = statSync(remote.path).size;
-      } catch (cause) {
-        throw new ArmatureError("TRANSFER_FAILED", `region ${remote.region} of ${remote.agent} is gone (${remote.path})`, {
-          cause,
-        });
-      }
-      checkRange(remote.region, size, remote.offset, remote.length);
-      return fileAccess(remote.path);
+      // The path came from a peer: open it only inside that peer's shared folder on this host.
+      const file = await confinedSharedFile(remote.path, dirname(this.sharedDir), remote.agent);
+      checkRange(remote.region, file.size, remote.offset, remote.length);
+      return fileAccess(file.path);
     }
     const owner = inProcess.get(remote.agent);
     if (!owner) throw new ArmatureError("TRANSFER_FAILED", `transfer agent ${remote.agent} is not in this process`);

@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import type { ImportedKv } from "../engines/index.js";
-import type { KvHandoff } from "../protocol/index.js";
+import { ArmatureError, type KvHandoff } from "../protocol/index.js";
 import type { BackendName, TransferAgent } from "../transfer/index.js";
 import { handoffDoneMessage } from "./kv-exports.js";
 
@@ -32,6 +32,7 @@ export async function pullKv(
       release: async () => undefined,
     };
   }
+  await checkHandoff(agent, handoff);
   const path = agent.sharedPath(`import-${handoff.id}.state`);
   const region = await agent.registerFile(path, { id: `import-${handoff.id}`, length: handoff.bytes });
   const release = async (): Promise<void> => {
@@ -52,4 +53,27 @@ export async function pullKv(
     await release();
     throw error;
   }
+}
+
+/**
+ * A handoff comes from the request plane: before it names a file or sizes one, check that its id is
+ * a plain name, its byte count is what its descriptors add up to (all of them the prefill agent's),
+ * and the shared folder has room for it. Refusals are `TRANSFER_FAILED`; the caller prefills locally.
+ */
+async function checkHandoff(agent: TransferAgent, handoff: KvHandoff): Promise<void> {
+  const refuse = (why: string): ArmatureError =>
+    new ArmatureError("TRANSFER_FAILED", `refused KV handoff ${JSON.stringify(handoff.id).slice(0, 80)}: ${why}`);
+  if (typeof handoff.id !== "string" || !/^[A-Za-z0-9-]{1,128}$/.test(handoff.id)) throw refuse("its id is not a plain id");
+  const descriptors = Array.isArray(handoff.descriptors) ? handoff.descriptors : [];
+  if (descriptors.length === 0) throw refuse("it has no descriptors");
+  if (descriptors.some((d) => d?.agent !== handoff.agent)) throw refuse(`a descriptor names another agent than ${handoff.agent}`);
+  const described = descriptors.reduce(
+    (sum, d) => sum + (Number.isSafeInteger(d.length) && d.length >= 0 ? d.length : Number.NaN),
+    0,
+  );
+  if (!Number.isSafeInteger(handoff.bytes) || handoff.bytes !== described) {
+    throw refuse(`it claims ${handoff.bytes} bytes and describes ${described}`);
+  }
+  const free = await agent.sharedFreeBytes();
+  if (free < handoff.bytes) throw refuse(`${handoff.bytes} bytes do not fit in the ${free} free in ${agent.sharedDir}`);
 }
