@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 
 /** Writes a data-only SSE stream, honouring backpressure and stopping when the client leaves. */
@@ -38,8 +37,20 @@ export class SseWriter {
 
   async #write(text: string): Promise<void> {
     if (this.closed) return;
-    if (!this.#res.write(text)) {
-      await Promise.race([once(this.#res, "drain"), once(this.#res, "close")]);
-    }
+    if (!this.#res.write(text)) await this.#drained();
+  }
+
+  /** Resolves on `drain` or `close`, whichever comes first, and leaves no listener behind. */
+  #drained(): Promise<void> {
+    const res = this.#res;
+    return new Promise<void>((resolve) => {
+      const settle = (): void => {
+        res.off("drain", settle);
+        res.off("close", settle);
+        resolve();
+      };
+      res.on("drain", settle);
+      res.on("close", settle);
+    });
   }
 }
