@@ -155,6 +155,9 @@ test("max_concurrent holds one request at a time and frees the slot when the cli
     if (served === undefined) await new Promise((r) => setTimeout(r, 50));
   }
   assert.equal(served, "chat.completion");
+  // a response that ends frees its slot too (the client keeps its connection open)
+  assert.equal((await ask(KEYS.single)).object, "chat.completion");
+  assert.equal((await ask(KEYS.single)).object, "chat.completion");
 });
 
 test("/metrics counts usage by key name and never shows a key", async () => {
