@@ -22,7 +22,8 @@ export async function* servePrefill(
   if (!engine.prefill) {
     throw new ArmatureError("NOT_SUPPORTED", `the ${engine.info.kind} engine cannot run prefill-only requests`);
   }
-  const { id, path } = exports.newExport();
+  // Refused (retryably) when the exports are full: the router then prefills on the decode worker.
+  const { id, path } = await exports.newExport(request.tokenIds.length);
   let handoff: KvHandoff | undefined;
   let cachedTokens = 0;
   try {
