@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger, type Logger } from "../observability/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import { ActiveLoad, ApproximateIndex, KvIndexer, kvPolicy, serveRouteQueries, WorkerSet } from "../router/index.js";
-import { connectDistributedRuntime, type Runtime } from "../runtime/index.js";
+import { connectDistributedRuntime, type Runtime, redactUrl } from "../runtime/index.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
 import { startFrontend } from "./start-frontend.js";
@@ -17,7 +17,9 @@ async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> 
   }
   return connectDistributedRuntime({
     bus: options.bus,
+    busSecurity: options.busSecurity,
     discovery: options.discovery,
+    discoverySecurity: options.discoverySecurity,
     durableKvEvents: options.durableKvEvents,
     onError: (error, where) => logger.warn({ err: error, where }, "runtime error"),
   });
@@ -29,7 +31,9 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
   const logger = createLogger({ level: options.logLevel });
   const runtime = await connect(options, logger);
   const { workers, modelName } = await startWorkers(options, runtime, logger);
-  out(`armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${options.bus}\n`);
+  out(
+    `armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${redactUrl(options.bus ?? "")}\n`,
+  );
   await untilSignal(logger);
   await Promise.all(workers.map((w) => w.close()));
   await runtime.close();
@@ -80,7 +84,12 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
   const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
   const routerId = `router-${randomUUID().slice(0, 8)}`;
   const workers = new WorkerSet(runtime, logger);
-  const activeLoad = new ActiveLoad({ routerId, clock: runtime.clock, events: runtime.events, invalidMessages: runtime.invalidMessages });
+  const activeLoad = new ActiveLoad({
+    routerId,
+    clock: runtime.clock,
+    events: runtime.events,
+    invalidMessages: runtime.invalidMessages,
+  });
   const indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
   const index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
   await indexer?.ready;
@@ -95,7 +104,9 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
     }),
     workers,
   );
-  out(`armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${options.bus}\n`);
+  out(
+    `armature router ${routerId} (kv${indexer ? "" : ", approximate"}, block size ${blockSize}) on ${redactUrl(options.bus ?? "")}\n`,
+  );
   await untilSignal(logger);
   await registration.close();
   indexer?.close();

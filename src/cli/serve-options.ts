@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
+import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
 
 const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
@@ -39,6 +40,10 @@ export interface ServeOptions {
   readonly bus: string | undefined;
   /** `etcd://host:port` for `armature worker` and `armature frontend`. */
   readonly discovery: string | undefined;
+  /** NATS credentials and TLS files (`--bus-creds`, `--bus-token`, `--bus-user`, `--bus-tls-*`). */
+  readonly busSecurity: BusSecurityOptions;
+  /** etcd credentials and TLS files (`--discovery-user`, `--discovery-password`, `--discovery-tls-*`). */
+  readonly discoverySecurity: DiscoverySecurityOptions;
   readonly sequences: number;
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
@@ -145,8 +150,28 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_MIGRATION_LIMIT",
     help: "times a request moves to another worker when its worker fails mid-stream (default 3)",
   },
-  bus: { type: "string", env: "ARMATURE_BUS", help: "worker/frontend: NATS for requests and events, nats://HOST:PORT" },
-  discovery: { type: "string", env: "ARMATURE_DISCOVERY", help: "worker/frontend: etcd for discovery, etcd://HOST:PORT" },
+  bus: {
+    type: "string",
+    env: "ARMATURE_BUS",
+    help: "worker/frontend: NATS for requests and events, nats://[USER:PASSWORD@|TOKEN@]HOST:PORT (tls://… for TLS)",
+  },
+  "bus-creds": { type: "string", env: "ARMATURE_BUS_CREDS", help: "NATS .creds file (user JWT and NKey seed)" },
+  "bus-token": { type: "string", env: "ARMATURE_BUS_TOKEN", help: "NATS token (instead of one in the --bus URL)" },
+  "bus-user": { type: "string", env: "ARMATURE_BUS_USER", help: "NATS user (instead of one in the --bus URL)" },
+  "bus-password": { type: "string", env: "ARMATURE_BUS_PASSWORD", help: "NATS password of --bus-user" },
+  "bus-tls-ca": { type: "string", env: "ARMATURE_BUS_TLS_CA", help: "PEM CA of nats-server's certificate; turns TLS on" },
+  "bus-tls-cert": { type: "string", env: "ARMATURE_BUS_TLS_CERT", help: "PEM client certificate for NATS (with --bus-tls-key)" },
+  "bus-tls-key": { type: "string", env: "ARMATURE_BUS_TLS_KEY", help: "PEM key of --bus-tls-cert" },
+  discovery: {
+    type: "string",
+    env: "ARMATURE_DISCOVERY",
+    help: "worker/frontend: etcd for discovery, etcd://[USER:PASSWORD@]HOST:PORT (etcds://… for TLS)",
+  },
+  "discovery-user": { type: "string", env: "ARMATURE_DISCOVERY_USER", help: "etcd user (instead of one in the --discovery URL)" },
+  "discovery-password": { type: "string", env: "ARMATURE_DISCOVERY_PASSWORD", help: "etcd password of --discovery-user" },
+  "discovery-tls-ca": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CA", help: "PEM CA of etcd's certificate; turns TLS on" },
+  "discovery-tls-cert": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CERT", help: "PEM client certificate for etcd" },
+  "discovery-tls-key": { type: "string", env: "ARMATURE_DISCOVERY_TLS_KEY", help: "PEM key of --discovery-tls-cert" },
   "kv-events": {
     type: "string",
     env: "ARMATURE_KV_EVENTS",
@@ -330,6 +355,22 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     migrationLimit: num("migration-limit", true, 0) ?? 3,
     bus: str("bus"),
     discovery: str("discovery"),
+    busSecurity: {
+      credsFile: str("bus-creds"),
+      token: str("bus-token"),
+      user: str("bus-user"),
+      password: str("bus-password"),
+      tlsCaFile: str("bus-tls-ca"),
+      tlsCertFile: str("bus-tls-cert"),
+      tlsKeyFile: str("bus-tls-key"),
+    },
+    discoverySecurity: {
+      user: str("discovery-user"),
+      password: str("discovery-password"),
+      tlsCaFile: str("discovery-tls-ca"),
+      tlsCertFile: str("discovery-tls-cert"),
+      tlsKeyFile: str("discovery-tls-key"),
+    },
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",

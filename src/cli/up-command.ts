@@ -29,8 +29,8 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
   const cluster = await loadClusterFile(path);
   const members: Member[] = [];
   const cleanups: (() => Promise<void>)[] = [];
-  const start = (name: string, command: string, args: readonly string[]): Member => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const start = (name: string, command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Member => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...(env ? { env } : {}) });
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on("line", (line) => out(`[${name}] ${line}\n`));
     }
@@ -77,17 +77,18 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
       discovery = `etcd://127.0.0.1:${cluster.etcd.port}`;
       await waitForHttp(`${client}/health`);
     }
-    const links = ["--bus", bus as string, "--discovery", discovery as string];
+    // Through the environment, not argv: the URLs may carry passwords, and argv is public in `ps`.
+    const links = { ...process.env, ARMATURE_BUS: bus as string, ARMATURE_DISCOVERY: discovery as string };
     let n = 0;
     for (const entry of cluster.workers) {
       for (let i = 0; i < (entry.count ?? 1); i++)
-        start(`worker-${++n}`, process.execPath, [BIN, "worker", ...links, ...toFlags(entry)]);
+        start(`worker-${++n}`, process.execPath, [BIN, "worker", ...toFlags(entry)], links);
     }
     const routers = cluster.routers ? (cluster.routers.count ?? 1) : 0;
     for (let i = 1; i <= routers; i++) {
-      start(`router-${i}`, process.execPath, [BIN, "router", ...links, ...toFlags(cluster.routers ?? {})]);
+      start(`router-${i}`, process.execPath, [BIN, "router", ...toFlags(cluster.routers ?? {})], links);
     }
-    start("frontend", process.execPath, [BIN, "frontend", ...links, ...toFlags(cluster.frontend)]);
+    start("frontend", process.execPath, [BIN, "frontend", ...toFlags(cluster.frontend)], links);
     const routerNote = routers > 0 ? `, ${routers} router${routers === 1 ? "" : "s"}` : "";
     out(`armature up: ${n} worker process${n === 1 ? "" : "es"}${routerNote} and a frontend; Ctrl-C stops everything\n`);
     await untilSignal(createLogger({ level: "warn" }));

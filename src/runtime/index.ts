@@ -6,12 +6,15 @@ export { connectDistributedRuntime, KV_EVENTS_STREAM } from "./distributed-runti
 export type { DurableEventLog, LoggedEvent } from "./durable-event-log.js";
 export type { Runtime } from "./embedded-runtime.js";
 export { createEmbeddedRuntime } from "./embedded-runtime.js";
-export type { InvalidMessageListener } from "./invalid-messages.js";
-export { InvalidMessages } from "./invalid-messages.js";
+export type { DiscoverySecurityOptions } from "./etcd/etcd-connection.js";
 export type { EventPlane } from "./event-plane.js";
 export { subjectMatches } from "./event-plane.js";
+export type { InvalidMessageListener } from "./invalid-messages.js";
+export { InvalidMessages } from "./invalid-messages.js";
 export { MemoryDiscovery } from "./memory/memory-discovery.js";
 export { MemoryEventPlane } from "./memory/memory-event-plane.js";
 export { MemoryRequestPlane } from "./memory/memory-request-plane.js";
+export type { BusSecurityOptions } from "./nats/nats-connection.js";
+export { redactSecrets, redactUrl } from "./redact.js";
 export type { Registration, RequestContext, RequestHandler, RequestPlane } from "./request-plane.js";
 export { decodeMessage, encodeMessage } from "./wire-codec.js";

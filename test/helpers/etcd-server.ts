@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./nats-server.js";
@@ -24,11 +25,34 @@ export interface EtcdLayout {
 
 export const ETCD_BINARY = ["/usr/bin/etcd", "/usr/sbin/etcd"].find((p) => existsSync(p));
 
-export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1"): Promise<EtcdServer> {
+/** TLS on etcd's client port (`caFile` signed its certificate); `clientCertAuth` asks clients for one signed by it too. */
+export interface EtcdTls {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly caFile: string;
+  readonly clientCertAuth?: boolean;
+  /** A client certificate for the helper's own health check when `clientCertAuth` is on. */
+  readonly clientCertFile?: string;
+  readonly clientKeyFile?: string;
+}
+
+export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options: { tls?: EtcdTls } = {}): Promise<EtcdServer> {
   if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
   const client = layout?.client ?? (await freePort());
   const peer = layout?.peer ?? (await freePort());
   const dataDir = layout?.dataDir ?? (await mkdtemp(join(tmpdir(), "armature-etcd-")));
+  const tls = options.tls;
+  const scheme = tls ? "https" : "http";
+  const tlsFlags = tls
+    ? [
+        "--cert-file",
+        tls.certFile,
+        "--key-file",
+        tls.keyFile,
+        // etcd 3.4 asks every client for a certificate once it has a trusted CA: only then.
+        ...(tls.clientCertAuth ? ["--trusted-ca-file", tls.caFile, "--client-cert-auth"] : []),
+      ]
+    : [];
   const child: ChildProcess = spawn(
     ETCD_BINARY,
     [
@@ -37,22 +61,26 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1"): Promis
       "--data-dir",
       dataDir,
       "--listen-client-urls",
-      `http://${host}:${client}`,
+      `${scheme}://${host}:${client}`,
       "--advertise-client-urls",
-      `http://${host}:${client}`,
+      `${scheme}://${host}:${client}`,
       "--listen-peer-urls",
       `http://127.0.0.1:${peer}`,
       "--initial-advertise-peer-urls",
       `http://127.0.0.1:${peer}`,
       "--initial-cluster",
       `armature-test=http://127.0.0.1:${peer}`,
+      ...tlsFlags,
     ],
     { stdio: "ignore" },
   );
   const deadline = Date.now() + 20_000;
+  const healthy = tls
+    ? () => httpsHealthy(`https://${host}:${client}/health`, tls)
+    : async () => (await fetch(`http://${host}:${client}/health`)).ok;
   for (;;) {
     try {
-      if ((await fetch(`http://${host}:${client}/health`)).ok) break;
+      if (await healthy()) break;
     } catch {
       // not up yet
     }
@@ -71,4 +99,17 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1"): Promis
       if (!options.keepData) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+async function httpsHealthy(url: string, tls: EtcdTls): Promise<boolean> {
+  const ca = await readFile(tls.caFile);
+  const cert = tls.clientCertFile ? await readFile(tls.clientCertFile) : undefined;
+  const key = tls.clientKeyFile ? await readFile(tls.clientKeyFile) : undefined;
+  return new Promise((resolve, reject) => {
+    const request = httpsGet(url, { ca, cert, key }, (response) => {
+      response.resume();
+      resolve(response.statusCode === 200);
+    });
+    request.on("error", reject);
+  });
 }

@@ -1,7 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** A real nats-server on free loopback ports, stopped by its pid. */
 export interface NatsServer {
@@ -20,19 +23,41 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Settings that go into a nats-server configuration file. */
+export interface NatsServerSettings {
+  /** The largest message the server accepts (its `max_payload`; nats-server's default is 1 MiB). */
+  readonly maxPayload?: number;
+  /** Clients must present these (`authorization { user, password }` or `{ token }`). */
+  readonly auth?: { readonly user: string; readonly password: string } | { readonly token: string };
+  /** TLS on the client port; `caFile` with `verify` asks clients for a certificate signed by it. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile?: string; readonly verify?: boolean };
+}
+
 /** Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in place. */
 export async function startNatsServer(
   ports?: { port: number; monitor: number },
   host = "127.0.0.1",
   /** A JetStream store directory turns JetStream on (`-js -sd DIR`). */
   jetStreamDir?: string,
+  settings: NatsServerSettings = {},
 ): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
   if (!NATS_SERVER_BINARY) throw new Error("nats-server is not installed (apt-get install nats-server; .ci/run does it)");
   const port = ports?.port ?? (await freePort());
   const monitor = ports?.monitor ?? (await freePort());
   const jetStream = jetStreamDir ? ["-js", "-sd", jetStreamDir] : [];
-  const child: ChildProcess = spawn(NATS_SERVER_BINARY, ["-a", host, "-p", String(port), "-m", String(monitor), ...jetStream], {
-    stdio: "ignore",
+  const configDir = Object.keys(settings).length > 0 ? await mkdtemp(join(tmpdir(), "armature-nats-")) : undefined;
+  const config: string[] = [];
+  if (configDir) {
+    await writeFile(join(configDir, "nats.conf"), natsConfig(settings));
+    config.push("-c", join(configDir, "nats.conf"));
+  }
+  const child: ChildProcess = spawn(
+    NATS_SERVER_BINARY,
+    [...config, "-a", host, "-p", String(port), "-m", String(monitor), ...jetStream],
+    { stdio: "ignore" },
+  );
+  child.once("exit", () => {
+    if (configDir) void rm(configDir, { recursive: true, force: true });
   });
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -54,4 +79,20 @@ export async function startNatsServer(
       await once(child, "exit");
     },
   };
+}
+
+function natsConfig(settings: NatsServerSettings): string {
+  const lines: string[] = [];
+  if (settings.maxPayload !== undefined) lines.push(`max_payload: ${settings.maxPayload}`);
+  const auth = settings.auth;
+  if (auth && "token" in auth) lines.push(`authorization { token: ${JSON.stringify(auth.token)} }`);
+  else if (auth) lines.push(`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`);
+  const tls = settings.tls;
+  if (tls) {
+    const fields = [`cert_file: ${JSON.stringify(tls.certFile)}`, `key_file: ${JSON.stringify(tls.keyFile)}`];
+    if (tls.caFile) fields.push(`ca_file: ${JSON.stringify(tls.caFile)}`);
+    if (tls.verify) fields.push("verify: true");
+    lines.push(`tls { ${fields.join(", ")} }`);
+  }
+  return `${lines.join("\n")}\n`;
 }

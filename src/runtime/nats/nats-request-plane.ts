@@ -25,6 +25,13 @@ type StreamMessage =
       readonly param?: string;
     };
 
+/** Timings of the NATS request plane; every field has a default. */
+export interface NatsRequestPlaneOptions {
+  readonly startTimeoutMs?: number;
+  readonly heartbeatMs?: number;
+  readonly idleTimeoutMs?: number;
+}
+
 const subjectOf = (address: string): string => `armature.rpc.${address}`;
 
 /**
@@ -45,7 +52,7 @@ export class NatsRequestPlane implements RequestPlane {
    * nothing for `idleTimeoutMs` (default 5 s) gives up with a retryable `WORKER_UNAVAILABLE`, so a
    * worker that dies mid-stream never leaves its caller hanging.
    */
-  constructor(nc: NatsConnection, options: { startTimeoutMs?: number; heartbeatMs?: number; idleTimeoutMs?: number } = {}) {
+  constructor(nc: NatsConnection, options: NatsRequestPlaneOptions = {}) {
     this.#nc = nc;
     this.#startTimeoutMs = options.startTimeoutMs ?? 5000;
     this.#heartbeatMs = options.heartbeatMs ?? 1000;
