@@ -64,6 +64,8 @@ export interface ServeOptions {
   readonly transferHost: string | undefined;
   /** Address peers dial to reach the transfer agents, when it differs from `transferHost`. */
   readonly transferAdvertiseHost: string | undefined;
+  /** Shared secret transfer agents prove to each other; required when `transferHost` is not loopback. */
+  readonly transferSecret: string | undefined;
   /** Keep KV events in JetStream so a router that starts late rebuilds its index from them. */
   readonly durableKvEvents: boolean;
   /** KV router: weight of prefill work against decode load in the cost (Dynamo's default 1). */
@@ -262,6 +264,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_TRANSFER_ADVERTISE_HOST",
     help: "worker: address peers dial for KV bytes, when it differs from --transfer-host",
   },
+  "transfer-secret": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_SECRET",
+    help: "worker: secret (32+ chars, same on every worker) the KV transfer port checks; required beyond loopback (serve: random)",
+  },
 };
 
 export function serveUsage(): string {
@@ -382,6 +389,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     disaggMaxTransferMs: num("disagg-max-transfer-ms", false, 0),
     transferHost: str("transfer-host"),
     transferAdvertiseHost: str("transfer-advertise-host"),
+    transferSecret: str("transfer-secret"),
     durableKvEvents: str("durable-kv-events") === "on",
     kvOverlapWeight: num("kv-overlap-weight", false, 0),
     lowerTierWeight: num("lower-tier-weight", false, 0),

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { basename } from "node:path";
 import {
   type Engine,
@@ -10,7 +11,8 @@ import {
 } from "../engines/index.js";
 import type { Logger } from "../observability/index.js";
 import type { WorkerRole } from "../protocol/index.js";
-import type { Runtime } from "../runtime/index.js";
+import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
+import { checkTransferSecret, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
 
@@ -26,6 +28,16 @@ export function workerRoles(options: ServeOptions): WorkerRole[] {
     ];
   }
   return Array<WorkerRole>(options.workers).fill(options.role);
+}
+
+/**
+ * The secret the workers' transfer agents prove to each other: `--transfer-secret`, or, when every
+ * worker lives in this process (`armature serve`, in-memory discovery), a random one, since no other
+ * process needs to know it. Workers of `armature worker` share the one given, or none on loopback.
+ */
+export function transferSecret(options: ServeOptions, runtime: Runtime): string | undefined {
+  if (options.transferSecret !== undefined) return options.transferSecret;
+  return runtime.discovery instanceof MemoryDiscovery ? randomBytes(32).toString("hex") : undefined;
 }
 
 /** Creates an engine per worker role and registers a worker host for each on the runtime. */
@@ -45,6 +57,16 @@ export async function startWorkers(
   const timing: TimingModel | undefined = options.timingProfile
     ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
     : undefined;
+  const secret = transferSecret(options, runtime);
+  // Before any model loads: a transfer port beyond loopback without a secret is refused.
+  checkTransferSecret(options.transferHost ?? "127.0.0.1", secret);
+  const transferLog = logger.child({ component: "transfer" });
+  const transfer: TransferAgentOptions = {
+    ...(options.transferHost ? { host: options.transferHost } : {}),
+    ...(options.transferAdvertiseHost ? { advertiseHost: options.transferAdvertiseHost } : {}),
+    secret,
+    onRefused: ({ reason, detail, peer }) => transferLog.warn({ reason, peer, detail }, "transfer connection refused"),
+  };
   const workers: WorkerHost[] = [];
   try {
     for (const role of workerRoles(options)) {
@@ -64,10 +86,6 @@ export async function startWorkers(
             ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
             ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
           });
-      const transfer = {
-        ...(options.transferHost ? { host: options.transferHost } : {}),
-        ...(options.transferAdvertiseHost ? { advertiseHost: options.transferAdvertiseHost } : {}),
-      };
       workers.push(await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer }));
     }
   } catch (error) {

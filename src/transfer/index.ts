@@ -6,6 +6,7 @@ export { localHostId } from "./host-id.js";
 export { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
 export type { Region } from "./regions.js";
 export {
+  checkTransferSecret,
   TransferAgent,
   type TransferAgentOptions,
   type TransferOptions,

@@ -120,7 +120,7 @@ export class TransferAgent {
   static async create(options: TransferAgentOptions = {}): Promise<TransferAgent> {
     const name = options.name ?? `agent-${randomUUID().slice(0, 8)}`;
     if (inProcess.has(name)) throw new ArmatureError("REQUEST_INVALID", `a transfer agent named ${name} already exists`);
-    checkSecret(options.host ?? "127.0.0.1", options.secret);
+    checkTransferSecret(options.host ?? "127.0.0.1", options.secret);
     const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
     const sharedDir = options.sharedDir ?? join(parent, `armature-${name}`);
     if (!options.sharedDir) sweepDeadSharedDirs(parent);
@@ -428,8 +428,11 @@ export class TransferAgent {
   }
 }
 
-/** A listener beyond loopback must authenticate its peers: refuse to start it without a secret. */
-function checkSecret(host: string, secret: string | undefined): void {
+/**
+ * A listener beyond loopback must authenticate its peers: throws `CONFIG_INVALID` (naming
+ * `--transfer-secret`) for a non-loopback `host` without a secret, or a secret that is too short.
+ */
+export function checkTransferSecret(host: string, secret: string | undefined): void {
   if (secret !== undefined && secret.length < MIN_SECRET_LENGTH) {
     throw new ArmatureError(
       "CONFIG_INVALID",

@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { test } from "node:test";
+import { silentLogger } from "../observability/index.js";
+import { createEmbeddedRuntime, type Discovery, type Runtime } from "../runtime/index.js";
+import type { WorkerHost } from "../worker/index.js";
+import { resolveServeOptions } from "./serve-options.js";
+import { startWorkers } from "./start-workers.js";
+
+/** The first frame a transfer listener sends: its hello, with a nonce when it wants a secret. */
+async function helloOf(worker: WorkerHost): Promise<Record<string, unknown>> {
+  const socket = connect({ host: "127.0.0.1", port: worker.transferAgent?.metadata.address.port as number });
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  socket.on("error", () => undefined);
+  try {
+    for (const deadline = Date.now() + 2000; Date.now() < deadline; ) {
+      const bytes = Buffer.concat(chunks);
+      if (bytes.length >= 4 && bytes.length >= 4 + bytes.readUInt32LE(0)) {
+        return JSON.parse(bytes.subarray(4, 4 + bytes.readUInt32LE(0)).toString()) as Record<string, unknown>;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    throw new Error("no hello from the transfer listener");
+  } finally {
+    socket.destroy();
+  }
+}
+
+// Regression: in one process the transfer port served anyone on the host without a secret.
+test("armature serve (one process) gives its transfer agents a random secret", async () => {
+  const runtime = createEmbeddedRuntime();
+  const { workers } = await startWorkers(resolveServeOptions(["--engine", "mocker"], {}), runtime, silentLogger);
+  try {
+    const hello = await helloOf(workers[0] as WorkerHost);
+    assert.equal(hello.op, "hello");
+    assert.equal(typeof hello.nonce, "string", "the listener asks for a secret");
+  } finally {
+    await Promise.all(workers.map((w) => w.close(0)));
+    await runtime.close();
+  }
+});
+
+test("a worker bound beyond loopback without --transfer-secret refuses to start and names the flag", async () => {
+  // Discovery shared with other processes (etcd in production): no secret is made up for it.
+  const runtime = createEmbeddedRuntime();
+  const distributed: Runtime = { ...runtime, discovery: {} as Discovery };
+  await assert.rejects(
+    startWorkers(resolveServeOptions(["--engine", "mocker", "--transfer-host", "0.0.0.0"], {}), distributed, silentLogger),
+    { code: "CONFIG_INVALID", message: /--transfer-secret/ },
+  );
+  await runtime.close();
+});
+
+test("workers given a secret use it beyond loopback", async () => {
+  const runtime = createEmbeddedRuntime();
+  const secret = "s".repeat(40);
+  const options = resolveServeOptions(["--engine", "mocker", "--transfer-host", "0.0.0.0"], { ARMATURE_TRANSFER_SECRET: secret });
+  const { workers } = await startWorkers(options, runtime, silentLogger);
+  try {
+    assert.equal(typeof (await helloOf(workers[0] as WorkerHost)).nonce, "string");
+  } finally {
+    await Promise.all(workers.map((w) => w.close(0)));
+    await runtime.close();
+  }
+});
