@@ -34,7 +34,7 @@ async function fit(run: (bytes: number) => Promise<void>): Promise<CostModel> {
 export async function calibrateBackends(
   regions: RegionTable,
   sharedPath: (name: string) => string,
-  port: number,
+  listener: { host: string; port: number },
   secret?: string,
 ): Promise<Record<BackendName, CostModel>> {
   const source = Buffer.alloc(LARGE, 1);
@@ -44,7 +44,7 @@ export async function calibrateBackends(
   await writeFile(path, source);
   const file = await fit(async (bytes) => copyRange(fileAccess(path), 0, memoryAccess(landing), 0, bytes));
   const region = regions.registerMemory(source, ".calibration");
-  const connection = new TcpConnection("127.0.0.1", port, secret);
+  const connection = new TcpConnection(listener.host, listener.port, secret);
   try {
     const tcp = await fit((bytes) => connection.read(region.id, 0, landing.subarray(0, bytes)));
     // Objects are measured as files: the directory store is files, and the memory store is faster.

@@ -197,3 +197,15 @@ test("a client that holds a secret refuses a listener that does not ask for one"
     await assert.rejects(readOnce(local, remote, randomBytes(100)), { code: "TRANSFER_FAILED", message: /transfer-secret/ });
   });
 });
+
+// Regression: calibration dialled 127.0.0.1 whatever address the listener was bound to, so a worker
+// bound to one interface (as docs/disaggregation.md advises) failed to start.
+test("an agent bound to one address calibrates over that address", async () => {
+  const agent = await TransferAgent.create({ host: "127.0.0.2" });
+  try {
+    const models = await agent.calibrate();
+    assert.ok(models.tcp.bytesPerMs > 0);
+  } finally {
+    await agent.close();
+  }
+});

@@ -258,7 +258,7 @@ export class TransferAgent {
     const measured = await calibrateBackends(
       this.regions,
       (name) => this.sharedPath(name),
-      this.#server.port,
+      { host: dialable(this.#options.host ?? "127.0.0.1"), port: this.#server.port },
       this.#options.secret,
     );
     for (const backend of backendNames) {
@@ -445,6 +445,11 @@ export function checkTransferSecret(host: string, secret: string | undefined): v
       `the KV transfer listener would bind ${host} without authentication; set ${SECRET_HINT}, or bind loopback with --transfer-host 127.0.0.1`,
     );
   }
+}
+
+/** An address this host can dial to reach a listener bound to `bound` (a wildcard: loopback). */
+function dialable(bound: string): string {
+  return bound === "0.0.0.0" || bound === "::" ? "127.0.0.1" : bound;
 }
 
 /** The address peers dial: the bound one, or for a wildcard bind this host's first external IPv4. */
