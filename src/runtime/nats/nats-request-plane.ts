@@ -2,6 +2,7 @@ import { createInbox, type NatsConnection, RequestError } from "@nats-io/transpo
 import { ArmatureError, type ErrorCode, isArmatureError } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
+import { FrameAssembler, publishFramed } from "./stream-framing.js";
 
 /** What the caller sends to start a call. */
 interface CallStart {
@@ -30,6 +31,8 @@ export interface NatsRequestPlaneOptions {
   readonly startTimeoutMs?: number;
   readonly heartbeatMs?: number;
   readonly idleTimeoutMs?: number;
+  /** The largest single response a caller reassembles from parts (default 256 MiB). */
+  readonly maxResponseBytes?: number;
 }
 
 const subjectOf = (address: string): string => `armature.rpc.${address}`;
@@ -38,13 +41,15 @@ const subjectOf = (address: string): string => `armature.rpc.${address}`;
  * Request plane on NATS: a call is a request to `armature.rpc.<address>` (answered at once, so a
  * missing worker is known immediately from NATS's no-responders), then a stream of messages on the
  * caller's inbox, ended by `end` or `error`; cancelling publishes on a cancel subject the handler
- * listens to. Workers of one address share a queue group.
+ * listens to. Workers of one address share a queue group. A stream message larger than the
+ * server's max_payload (a KV dump) travels in parts that the caller puts back together.
  */
 export class NatsRequestPlane implements RequestPlane {
   readonly #nc: NatsConnection;
   readonly #startTimeoutMs: number;
   readonly #heartbeatMs: number;
   readonly #idleTimeoutMs: number;
+  readonly #maxResponseBytes: number;
   readonly #registrations = new Set<Registration>();
 
   /**
@@ -57,6 +62,7 @@ export class NatsRequestPlane implements RequestPlane {
     this.#startTimeoutMs = options.startTimeoutMs ?? 5000;
     this.#heartbeatMs = options.heartbeatMs ?? 1000;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 5000;
+    this.#maxResponseBytes = options.maxResponseBytes ?? 256 * 1024 * 1024;
   }
 
   async serve(address: string, handler: RequestHandler): Promise<Registration> {
@@ -96,7 +102,7 @@ export class NatsRequestPlane implements RequestPlane {
     // A closed connection (the process is going away) ends the call quietly: the caller's idle
     // timeout turns the silence into a retryable error on its side.
     const send = (message: StreamMessage): void => {
-      if (!nc.isClosed()) nc.publish(start.stream, encodeMessage(message));
+      if (!nc.isClosed()) publishFramed(nc, start.stream, message);
     };
     const heartbeat = setInterval(() => send({ t: "ping" }), this.#heartbeatMs);
     try {
@@ -131,12 +137,23 @@ export class NatsRequestPlane implements RequestPlane {
     const nc = this.#nc;
     const startTimeoutMs = this.#startTimeoutMs;
     const idleTimeoutMs = this.#idleTimeoutMs;
+    const maxResponseBytes = this.#maxResponseBytes;
     return {
       async *[Symbol.asyncIterator]() {
         const stream = createInbox();
         const cancel = `${stream}.cancel`;
         const inbox = new Inbox();
-        const sub = nc.subscribe(stream, { callback: (_error, msg) => inbox.push(decodeMessage(msg.data) as StreamMessage) });
+        const assembler = new FrameAssembler(maxResponseBytes);
+        const sub = nc.subscribe(stream, {
+          callback: (_error, msg) => {
+            try {
+              const message = assembler.accept(msg) as StreamMessage | undefined;
+              if (message) inbox.push(message);
+            } catch (error) {
+              inbox.interrupt(error);
+            }
+          },
+        });
         let finished = false;
         const onAbort = (): void => inbox.interrupt(options.signal?.reason);
         try {
