@@ -29,6 +29,7 @@ const mapping: Record<ErrorCode, { status: number; type: string; code: string | 
   WORKER_DRAINING: { status: 503, type: "service_unavailable", code: "worker_draining", errorType: "overload" },
   ENGINE_CLOSED: { status: 503, type: "service_unavailable", code: "engine_closed", errorType: "overload" },
   BODY_TOO_LARGE: { status: 413, type: "invalid_request_error", code: "request_too_large", errorType: "validation" },
+  REQUEST_TOO_LARGE: { status: 413, type: "invalid_request_error", code: "request_too_large", errorType: "validation" },
   REQUEST_TIMEOUT: { status: 504, type: "timeout", code: "request_timeout", errorType: "timeout" },
   REQUEST_CANCELLED: { status: 499, type: "cancelled", code: "cancelled", errorType: "cancelled" },
   ENGINE_FAILED: { status: 500, type: "internal_error", code: "engine_failed", errorType: "internal" },

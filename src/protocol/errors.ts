@@ -15,6 +15,8 @@ export type ErrorCode =
   | "CONFIG_INVALID"
   | "LISTEN_FAILED"
   | "BODY_TOO_LARGE"
+  /** The encoded request is larger than the bus takes in one message (nats-server's max_payload). */
+  | "REQUEST_TOO_LARGE"
   | "REQUEST_TIMEOUT"
   | "MODEL_LOAD_FAILED"
   | "TRANSFER_FAILED"

@@ -7,6 +7,8 @@ import { type GenerateRequest, type KvEventsDump, subjects } from "../../src/pro
 import { createEmbeddedRuntime, encodeMessage, type Runtime } from "../../src/runtime/index.js";
 import { NatsEventPlane, NatsRequestPlane } from "../../src/runtime/nats/index.js";
 import { WorkerHost } from "../../src/worker/index.js";
+import { startArmature } from "../helpers/armature-process.js";
+import { startEtcd } from "../helpers/etcd-server.js";
 import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
 
 // Messages larger than nats-server's max_payload, on a server whose max_payload is 64 KiB.
@@ -92,5 +94,39 @@ test("a worker's KV dump bigger than max_payload reaches the caller whole", asyn
   } finally {
     await worker.close();
     await Promise.all([workerRuntime.close(), callerRuntime.close()]);
+  }
+});
+
+// Regression: a prompt too large for the bus failed to publish, was taken for a dead worker
+// (retryable) and migrated three times before a 503.
+test("a prompt too large for the bus fails once with 413, naming nats-server's max_payload", async () => {
+  const etcd = await startEtcd();
+  const cluster = ["--bus", server.url, "--discovery", `etcd://${etcd.endpoint}`];
+  const worker = await startArmature(["worker", ...cluster, "--engine", "mocker", "--speedup-ratio", "100"]);
+  const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--router", "round-robin"]);
+  try {
+    const started = Date.now();
+    const response = await fetch(`${frontend.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      // About 20,000 tokens: within the mocker's context, but over 64 KiB as a request on the bus.
+      body: JSON.stringify({ model: "armature-mocker", prompt: "lorem ipsum ".repeat(1700), max_tokens: 2 }),
+    });
+    const body = (await response.json()) as { error: { message: string; code: string } };
+    assert.equal(response.status, 413, JSON.stringify(body));
+    assert.equal(body.error.code, "request_too_large");
+    assert.match(body.error.message, /max_payload in nats-server's configuration/);
+    assert.ok(Date.now() - started < 5000, "failed at once, without retries");
+    // The bus still serves requests that fit.
+    const small = await fetch(`${frontend.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "armature-mocker", prompt: "hello", max_tokens: 2 }),
+    });
+    assert.equal(small.status, 200);
+  } finally {
+    await frontend.stop();
+    await worker.stop();
+    await etcd.stop();
   }
 });

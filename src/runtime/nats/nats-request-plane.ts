@@ -2,7 +2,7 @@ import { createInbox, type NatsConnection, RequestError } from "@nats-io/transpo
 import { ArmatureError, type ErrorCode, isArmatureError } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
-import { FrameAssembler, publishFramed } from "./stream-framing.js";
+import { FrameAssembler, maxPayloadOf, publishFramed } from "./stream-framing.js";
 
 /** What the caller sends to start a call. */
 interface CallStart {
@@ -142,6 +142,8 @@ export class NatsRequestPlane implements RequestPlane {
       async *[Symbol.asyncIterator]() {
         const stream = createInbox();
         const cancel = `${stream}.cancel`;
+        const start = encodeMessage({ payload, stream, cancel } satisfies CallStart);
+        checkRequestSize(nc, address, start.length);
         const inbox = new Inbox();
         const assembler = new FrameAssembler(maxResponseBytes);
         const sub = nc.subscribe(stream, {
@@ -160,9 +162,7 @@ export class NatsRequestPlane implements RequestPlane {
           if (options.signal?.aborted) throw options.signal.reason;
           options.signal?.addEventListener("abort", onAbort, { once: true });
           try {
-            await nc.request(subjectOf(address), encodeMessage({ payload, stream, cancel } satisfies CallStart), {
-              timeout: startTimeoutMs,
-            });
+            await nc.request(subjectOf(address), start, { timeout: startTimeoutMs });
           } catch (error) {
             throw new ArmatureError(
               "WORKER_UNAVAILABLE",
@@ -204,6 +204,20 @@ export class NatsRequestPlane implements RequestPlane {
   async close(): Promise<void> {
     await Promise.all([...this.#registrations].map((r) => r.close()));
   }
+}
+
+/**
+ * A request larger than the server's max_payload cannot be sent at all, to any worker: fail once,
+ * not retryably (a retry or a migration would hit the same limit), saying which setting to raise.
+ */
+function checkRequestSize(nc: NatsConnection, address: string, bytes: number): void {
+  const limit = maxPayloadOf(nc);
+  if (bytes <= limit) return;
+  throw new ArmatureError(
+    "REQUEST_TOO_LARGE",
+    `the request for ${address} is ${bytes} bytes encoded, over the message bus's limit of ${limit} bytes: shorten the prompt, or raise max_payload in nats-server's configuration (and restart it)`,
+    { retryable: false },
+  );
 }
 
 /** Messages of one call's stream, waited for with an idle timeout or interrupted by an abort. */
