@@ -6,6 +6,7 @@ import type { GenerateRequest } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import { roundRobinPolicy } from "./basic-policies.js";
+import { PrefillStage } from "./prefill-stage.js";
 import { Router } from "./router.js";
 
 const request = (maxTokens: number): GenerateRequest => ({
@@ -41,6 +42,7 @@ async function setup(queueSize: number) {
   });
   return {
     router,
+    runtime,
     async close() {
       router.close();
       await worker.close(1000);
@@ -83,6 +85,69 @@ test("a request that gives up while queued leaves the queue", async () => {
     assert.equal(router.queuedRequests, 0);
     await drain(first.stream);
   } finally {
+    await close();
+  }
+});
+
+test("requests for a model whose workers are busy never hold back another model's", async () => {
+  // Regression: one admission queue per router parked model B's requests behind model A's.
+  const { router, runtime, close } = await setup(8);
+  const other = await WorkerHost.create({
+    runtime,
+    id: "w2",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 16 }),
+    modelName: "other",
+    logger: silentLogger,
+  });
+  try {
+    const first = await router.route(request(20), { signal: new AbortController().signal });
+    const waiting = router.route(request(1), { signal: new AbortController().signal });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(router.queuedRequests, 1, "model m's second request waits");
+    const call = await router.route({ ...request(1), model: "other" }, { signal: new AbortController().signal });
+    assert.equal(call.workerId, "w2");
+    await drain(call.stream);
+    await drain(first.stream);
+    await drain((await waiting).stream);
+  } finally {
+    await other.close(1000);
+    await close();
+  }
+});
+
+test("with disaggregation, decode capacity is taken before the prefill runs: a full queue leaves no export behind", async () => {
+  // Regression: prefill ran first, so a 503 from decode admission stranded the KV export until its TTL.
+  const { router: plainRouter, runtime, close } = await setup(0);
+  plainRouter.close();
+  const prefillWorker = await WorkerHost.create({
+    runtime,
+    id: "p1",
+    role: "prefill",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 16 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  const prefillRouter = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger, roles: ["prefill"] });
+  const router = new Router({
+    runtime,
+    policy: roundRobinPolicy(),
+    logger: silentLogger,
+    busy: { activeDecodeBlocks: 0.1, queueSize: 0 },
+    prefill: new PrefillStage({ router: prefillRouter }),
+  });
+  try {
+    const first = await router.route(request(20), { signal: new AbortController().signal });
+    assert.equal(first.prefillWorkerId, "p1", "the first request was split");
+    await drain(first.stream);
+    const busy = await router.route(request(20), { signal: new AbortController().signal });
+    const handoffsBefore = prefillWorker.heldHandoffs;
+    await assert.rejects(router.route(request(1), { signal: new AbortController().signal }), { code: "ROUTER_OVERLOADED" });
+    assert.equal(prefillWorker.heldHandoffs, handoffsBefore, "no prefill ran for the refused request");
+    await drain(busy.stream);
+  } finally {
+    router.close();
+    prefillRouter.close();
+    await prefillWorker.close(1000);
     await close();
   }
 });

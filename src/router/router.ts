@@ -61,7 +61,9 @@ export class Router {
   readonly workers: WorkerSet;
   readonly #runtime: Runtime;
   readonly #policy: RoutingPolicy;
-  readonly #queue: AdmissionQueue;
+  /** One queue per model: a model whose workers are busy never holds back another's requests. */
+  readonly #queues = new Map<string, AdmissionQueue>();
+  readonly #queueSize: number;
   readonly #load: ActiveLoad;
   #requestSeq = 0;
   readonly #decodeThreshold: number;
@@ -79,7 +81,7 @@ export class Router {
     this.#policy = options.policy;
     this.#ownsWorkers = options.workers === undefined;
     this.workers = options.workers ?? new WorkerSet(options.runtime, options.logger);
-    this.#queue = new AdmissionQueue(options.busy?.queueSize ?? 1024);
+    this.#queueSize = options.busy?.queueSize ?? 1024;
     this.#load = options.activeLoad ?? new ActiveLoad({ routerId: "local", clock: options.runtime.clock });
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
@@ -88,12 +90,26 @@ export class Router {
     this.#remote = options.remote;
     this.#log = options.logger.child({ component: "router" });
     // A worker that joins may be free: let a parked request try it.
-    this.#unwatchWorkers = this.workers.onChange(() => this.#queue.notify());
+    this.#unwatchWorkers = this.workers.onChange(() => {
+      for (const queue of this.#queues.values()) queue.notify();
+    });
   }
 
   /** Requests parked because every worker was busy. */
   get queuedRequests(): number {
-    return this.#queue.length;
+    let waiting = 0;
+    for (const queue of this.#queues.values()) waiting += queue.length;
+    return waiting;
+  }
+
+  /** The model's queue; only models some worker serves get one (route checks that first). */
+  #queueOf(model: string): AdmissionQueue {
+    let queue = this.#queues.get(model);
+    if (!queue) {
+      queue = new AdmissionQueue(this.#queueSize);
+      this.#queues.set(model, queue);
+    }
+    return queue;
   }
 
   /** Whether a worker is over a busy threshold, from this router's bookings and its published load. */
@@ -129,12 +145,19 @@ export class Router {
       overrides?: RouterOverrides | undefined;
       /** Workers not to use for this request (one that just failed it). */
       excludeWorkerIds?: readonly string[] | undefined;
+      /** The request already waited its turn for a decode worker (before its prefill ran). */
+      admitted?: boolean | undefined;
     },
   ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
     const eligible = (): WorkerView[] => this.eligibleWorkers(request.model).filter((w) => !excluded.has(w.id));
+    const free = (): boolean => eligible().some((w) => !this.isBusy(w));
     let candidates = eligible();
+    let admitted = options.admitted === true;
     if (candidates.length > 0 && this.#prefill && !request.disaggregation && options.pinnedWorkerId === undefined) {
+      // Decode capacity first: a request refused after its prefill would strand the exported KV.
+      await this.#queueOf(request.model).admit(free, options.signal);
+      admitted = true;
       const staged = await this.#prefill.run(request, options.signal);
       if (staged?.end) {
         const end = staged.end;
@@ -148,7 +171,11 @@ export class Router {
       if (staged) {
         const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
         // The KV arrives with the request: the decode worker is chosen by load alone.
-        const call = await this.route(decode, { ...options, overrides: { ...options.overrides, overlapWeight: 0 } });
+        const call = await this.route(decode, {
+          ...options,
+          admitted: true,
+          overrides: { ...options.overrides, overlapWeight: 0 },
+        });
         const onEnd = this.#prefill.onDecodeEnd;
         // The prompt's cache hits happened on the prefill worker.
         return {
@@ -163,9 +190,10 @@ export class Router {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
     }
     if (options.pinnedWorkerId === undefined) {
-      const free = (): boolean => eligible().some((w) => !this.isBusy(w));
-      await this.#queue.admit(free, options.signal);
-      candidates = eligible().filter((w) => !this.isBusy(w));
+      if (!admitted) await this.#queueOf(request.model).admit(free, options.signal);
+      const idle = eligible().filter((w) => !this.isBusy(w));
+      // Admitted before its prefill, the request goes on even if its decode worker filled up since.
+      candidates = idle.length > 0 || !admitted ? idle : eligible();
       if (candidates.length === 0) {
         throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
       }
@@ -203,12 +231,12 @@ export class Router {
       this.#load.free(bookingId);
       this.workers.adjustInflight(workerId, -1);
       this.#policy.onFinished?.(workerId, routeRequest);
-      this.#queue.notify();
+      this.#queues.get(request.model)?.notify();
     };
     const firstToken = (): void => {
       this.#load.prefillDone(bookingId);
       this.#policy.onFirstToken?.(workerId, routeRequest);
-      this.#queue.notify();
+      this.#queues.get(request.model)?.notify();
     };
     return {
       workerId,
