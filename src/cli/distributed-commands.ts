@@ -20,6 +20,7 @@ async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> 
     busSecurity: options.busSecurity,
     discovery: options.discovery,
     discoverySecurity: options.discoverySecurity,
+    ...(options.progressTimeoutMs !== undefined ? { requestPlane: { progressTimeoutMs: options.progressTimeoutMs } } : {}),
     durableKvEvents: options.durableKvEvents,
     onError: (error, where) => logger.warn({ err: error, where }, "runtime error"),
   });

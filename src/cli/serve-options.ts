@@ -44,6 +44,8 @@ export interface ServeOptions {
   readonly busSecurity: BusSecurityOptions;
   /** etcd credentials and TLS files (`--discovery-user`, `--discovery-password`, `--discovery-tls-*`). */
   readonly discoverySecurity: DiscoverySecurityOptions;
+  /** Over NATS: a call whose worker makes no progress for this long fails retryably (default 60 s). */
+  readonly progressTimeoutMs: number | undefined;
   readonly sequences: number;
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
@@ -174,6 +176,11 @@ export const serveSettings: Record<string, Setting> = {
   "discovery-tls-ca": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CA", help: "PEM CA of etcd's certificate; turns TLS on" },
   "discovery-tls-cert": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CERT", help: "PEM client certificate for etcd" },
   "discovery-tls-key": { type: "string", env: "ARMATURE_DISCOVERY_TLS_KEY", help: "PEM key of --discovery-tls-cert" },
+  "progress-timeout-ms": {
+    type: "integer",
+    env: "ARMATURE_PROGRESS_TIMEOUT_MS",
+    help: "frontend/router: a worker that sends heartbeats but no token for this long is taken for stuck; the request moves (default 60000)",
+  },
   "kv-events": {
     type: "string",
     env: "ARMATURE_KV_EVENTS",
@@ -371,6 +378,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       tlsCertFile: str("bus-tls-cert"),
       tlsKeyFile: str("bus-tls-key"),
     },
+    progressTimeoutMs: num("progress-timeout-ms", true, 1),
     discoverySecurity: {
       user: str("discovery-user"),
       password: str("discovery-password"),

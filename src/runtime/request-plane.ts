@@ -2,6 +2,12 @@
 export interface RequestContext {
   /** Aborted when the caller cancels or goes away. */
   readonly signal: AbortSignal;
+  /**
+   * Says the handler is making progress without producing an item yet (an engine reporting a
+   * long prefill chunk by chunk). Bindings that judge a worker's liveness by its progress count
+   * it like an item; absent where liveness is not judged (in one process).
+   */
+  readonly reportProgress?: () => void;
 }
 
 /** Serves one address: takes a payload, streams responses back. */

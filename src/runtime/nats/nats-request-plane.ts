@@ -1,37 +1,30 @@
 import { createInbox, type NatsConnection, RequestError } from "@nats-io/transport-node";
-import { ArmatureError, type ErrorCode, isArmatureError } from "../../protocol/index.js";
+import { ArmatureError, type ErrorCode } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
-import { FrameAssembler, maxPayloadOf, publishFramed } from "./stream-framing.js";
+import { CallInbox } from "./call-inbox.js";
+import type { CallStart, CreditGrant, StreamMessage } from "./call-wire.js";
+import { runHandler } from "./handler-run.js";
+import { FrameAssembler, maxPayloadOf } from "./stream-framing.js";
 
-/** What the caller sends to start a call. */
-interface CallStart {
-  readonly payload: unknown;
-  /** Where the handler streams its responses. */
-  readonly stream: string;
-  /** Where the caller says "stop". */
-  readonly cancel: string;
-}
-
-/** What flows back on the stream subject. */
-type StreamMessage =
-  | { readonly t: "item"; readonly v: unknown }
-  | { readonly t: "ping" }
-  | { readonly t: "end" }
-  | {
-      readonly t: "error";
-      readonly code: string;
-      readonly message: string;
-      readonly retryable: boolean;
-      readonly param?: string;
-    };
-
-/** Timings of the NATS request plane; every field has a default. */
+/** Timings and bounds of the NATS request plane; every field has a default. */
 export interface NatsRequestPlaneOptions {
+  /** How long a worker has to accept a call. Default 5 s. */
   readonly startTimeoutMs?: number;
+  /** Handler side: how often a working handler says so. Default 1 s. */
   readonly heartbeatMs?: number;
+  /** Caller side: silence (not even a heartbeat) after which the worker is taken for dead. Default 5 s. */
   readonly idleTimeoutMs?: number;
-  /** The largest single response a caller reassembles from parts (default 256 MiB). */
+  /**
+   * Caller side: how long a worker may send heartbeats without producing anything (no item, no
+   * reported progress) before it is taken for wedged. Default 60 s: well above a prefill of tens of
+   * thousands of tokens on a GPU, and any time a request waits in the engine's own queue counts
+   * too; engines that report prefill progress (`RequestContext.reportProgress`) may run longer.
+   */
+  readonly progressTimeoutMs?: number;
+  /** Caller side: items a handler may send ahead of the consumer (the flow-control window). Default 64. */
+  readonly window?: number;
+  /** The largest single response a caller reassembles from parts. Default 256 MiB. */
   readonly maxResponseBytes?: number;
 }
 
@@ -40,29 +33,33 @@ const subjectOf = (address: string): string => `armature.rpc.${address}`;
 /**
  * Request plane on NATS: a call is a request to `armature.rpc.<address>` (answered at once, so a
  * missing worker is known immediately from NATS's no-responders), then a stream of messages on the
- * caller's inbox, ended by `end` or `error`; cancelling publishes on a cancel subject the handler
- * listens to. Workers of one address share a queue group. A stream message larger than the
- * server's max_payload (a KV dump) travels in parts that the caller puts back together.
+ * caller's inbox, ended by `end` or `error`; the caller cancels or grants credit on a control
+ * subject the handler listens to. Workers of one address share a queue group. A stream message
+ * larger than the server's max_payload (a KV dump) travels in parts that the caller reassembles.
+ *
+ * Flow control is credit-based: the caller grants `window` items at the start and grants more as
+ * its consumer pulls them (half a window at a time), so a fast worker and a slow client pause the
+ * handler rather than fill the caller's memory; the caller's queue never holds more than `window`
+ * items. Liveness is judged by progress, not by a timer: heartbeats carry how much the handler has
+ * produced, and a call whose worker keeps beating without progress for `progressTimeoutMs` (while
+ * not paused by the caller's own credit) fails with a retryable `WORKER_UNAVAILABLE`, so the
+ * frontend moves the request to another worker.
  */
 export class NatsRequestPlane implements RequestPlane {
   readonly #nc: NatsConnection;
-  readonly #startTimeoutMs: number;
-  readonly #heartbeatMs: number;
-  readonly #idleTimeoutMs: number;
-  readonly #maxResponseBytes: number;
+  readonly #o: Required<NatsRequestPlaneOptions>;
   readonly #registrations = new Set<Registration>();
 
-  /**
-   * Handlers send a heartbeat every `heartbeatMs` (default 1 s) while they work; a caller that hears
-   * nothing for `idleTimeoutMs` (default 5 s) gives up with a retryable `WORKER_UNAVAILABLE`, so a
-   * worker that dies mid-stream never leaves its caller hanging.
-   */
   constructor(nc: NatsConnection, options: NatsRequestPlaneOptions = {}) {
     this.#nc = nc;
-    this.#startTimeoutMs = options.startTimeoutMs ?? 5000;
-    this.#heartbeatMs = options.heartbeatMs ?? 1000;
-    this.#idleTimeoutMs = options.idleTimeoutMs ?? 5000;
-    this.#maxResponseBytes = options.maxResponseBytes ?? 256 * 1024 * 1024;
+    this.#o = {
+      startTimeoutMs: options.startTimeoutMs ?? 5000,
+      heartbeatMs: options.heartbeatMs ?? 1000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 5000,
+      progressTimeoutMs: options.progressTimeoutMs ?? 60_000,
+      window: Math.max(2, options.window ?? 64),
+      maxResponseBytes: options.maxResponseBytes ?? 256 * 1024 * 1024,
+    };
   }
 
   async serve(address: string, handler: RequestHandler): Promise<Registration> {
@@ -78,7 +75,7 @@ export class NatsRequestPlane implements RequestPlane {
           return;
         }
         msg.respond(encodeMessage({ accepted: true }));
-        this.#run(handler, start).catch(() => {});
+        runHandler(nc, handler, start, this.#o.heartbeatMs).catch(() => {});
       },
     });
     await nc.flush();
@@ -92,77 +89,35 @@ export class NatsRequestPlane implements RequestPlane {
     return registration;
   }
 
-  async #run(handler: RequestHandler, start: CallStart): Promise<void> {
-    const nc = this.#nc;
-    const controller = new AbortController();
-    const cancelSub = nc.subscribe(start.cancel, {
-      max: 1,
-      callback: () => controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller cancelled")),
-    });
-    // A closed connection (the process is going away) ends the call quietly: the caller's idle
-    // timeout turns the silence into a retryable error on its side.
-    const send = (message: StreamMessage): void => {
-      if (!nc.isClosed()) publishFramed(nc, start.stream, message);
-    };
-    const heartbeat = setInterval(() => send({ t: "ping" }), this.#heartbeatMs);
-    try {
-      for await (const item of handler(start.payload, { signal: controller.signal })) {
-        if (nc.isClosed() && !controller.signal.aborted) {
-          // Nobody can hear the rest: stop the work.
-          controller.abort(new ArmatureError("WORKER_UNAVAILABLE", "connection to NATS closed", { retryable: true }));
-        }
-        if (controller.signal.aborted) break;
-        send({ t: "item", v: item });
-      }
-      send({ t: "end" });
-    } catch (error) {
-      send(
-        isArmatureError(error)
-          ? {
-              t: "error",
-              code: error.code,
-              message: error.message,
-              retryable: error.retryable,
-              ...(error.param ? { param: error.param } : {}),
-            }
-          : { t: "error", code: "ENGINE_FAILED", message: String((error as Error)?.message ?? error), retryable: false },
-      );
-    } finally {
-      clearInterval(heartbeat);
-      cancelSub.unsubscribe();
-    }
-  }
-
   call(address: string, payload: unknown, options: { signal?: AbortSignal } = {}): AsyncIterable<unknown> {
     const nc = this.#nc;
-    const startTimeoutMs = this.#startTimeoutMs;
-    const idleTimeoutMs = this.#idleTimeoutMs;
-    const maxResponseBytes = this.#maxResponseBytes;
+    const o = this.#o;
     return {
       async *[Symbol.asyncIterator]() {
         const stream = createInbox();
         const cancel = `${stream}.cancel`;
-        const start = encodeMessage({ payload, stream, cancel } satisfies CallStart);
+        const start = encodeMessage({ payload, stream, cancel, window: o.window } satisfies CallStart);
         checkRequestSize(nc, address, start.length);
-        const inbox = new Inbox();
-        const assembler = new FrameAssembler(maxResponseBytes);
+        const inbox = new CallInbox(o.window, Date.now());
+        const assembler = new FrameAssembler(o.maxResponseBytes);
         const sub = nc.subscribe(stream, {
           callback: (_error, msg) => {
             try {
               const message = assembler.accept(msg) as StreamMessage | undefined;
-              if (message) inbox.push(message);
+              if (message) inbox.push(message, Date.now());
             } catch (error) {
               inbox.interrupt(error);
             }
           },
         });
         let finished = false;
+        let consumedSinceGrant = 0;
         const onAbort = (): void => inbox.interrupt(options.signal?.reason);
         try {
           if (options.signal?.aborted) throw options.signal.reason;
           options.signal?.addEventListener("abort", onAbort, { once: true });
           try {
-            await nc.request(subjectOf(address), start, { timeout: startTimeoutMs });
+            await nc.request(subjectOf(address), start, { timeout: o.startTimeoutMs });
           } catch (error) {
             throw new ArmatureError(
               "WORKER_UNAVAILABLE",
@@ -172,16 +127,31 @@ export class NatsRequestPlane implements RequestPlane {
               { retryable: true, cause: error },
             );
           }
+          inbox.heardAt = inbox.progressAt = Date.now();
           for (;;) {
-            const message = await inbox.next(idleTimeoutMs);
-            if (message === undefined) {
-              throw new ArmatureError("WORKER_UNAVAILABLE", `worker ${address} stopped answering for ${idleTimeoutMs} ms`, {
+            const now = Date.now();
+            const silentFor = now - inbox.heardAt;
+            const stalledFor = now - inbox.progressAt;
+            if (silentFor >= o.idleTimeoutMs) {
+              throw new ArmatureError("WORKER_UNAVAILABLE", `worker ${address} stopped answering for ${o.idleTimeoutMs} ms`, {
                 retryable: true,
               });
             }
-            if (message.t === "ping") continue;
+            if (stalledFor >= o.progressTimeoutMs) {
+              throw new ArmatureError(
+                "WORKER_UNAVAILABLE",
+                `worker ${address} produced nothing for ${o.progressTimeoutMs} ms while saying it is working (a stuck engine?); the limit is --progress-timeout-ms`,
+                { retryable: true },
+              );
+            }
+            const message = await inbox.next(Math.min(o.idleTimeoutMs - silentFor, o.progressTimeoutMs - stalledFor));
+            if (message === undefined || message.t === "ping") continue;
             if (message.t === "item") {
               yield message.v;
+              if (++consumedSinceGrant >= o.window / 2 && !nc.isClosed()) {
+                nc.publish(cancel, encodeMessage({ t: "credit", n: consumedSinceGrant } satisfies CreditGrant));
+                consumedSinceGrant = 0;
+              }
               continue;
             }
             finished = true;
@@ -193,7 +163,7 @@ export class NatsRequestPlane implements RequestPlane {
           }
         } finally {
           options.signal?.removeEventListener("abort", onAbort);
-          if (!finished) nc.publish(cancel);
+          if (!finished && !nc.isClosed()) nc.publish(cancel);
           sub.unsubscribe();
         }
       },
@@ -218,39 +188,4 @@ function checkRequestSize(nc: NatsConnection, address: string, bytes: number): v
     `the request for ${address} is ${bytes} bytes encoded, over the message bus's limit of ${limit} bytes: shorten the prompt, or raise max_payload in nats-server's configuration (and restart it)`,
     { retryable: false },
   );
-}
-
-/** Messages of one call's stream, waited for with an idle timeout or interrupted by an abort. */
-class Inbox {
-  readonly #queue: StreamMessage[] = [];
-  #wake: (() => void) | undefined;
-  #interrupted: { reason: unknown } | undefined;
-
-  push(message: StreamMessage): void {
-    this.#queue.push(message);
-    this.#wake?.();
-  }
-
-  interrupt(reason: unknown): void {
-    this.#interrupted = { reason };
-    this.#wake?.();
-  }
-
-  /** The next message; `undefined` when none came within `timeoutMs`; throws once interrupted. */
-  async next(timeoutMs: number): Promise<StreamMessage | undefined> {
-    if (this.#interrupted) throw this.#interrupted.reason;
-    const ready = this.#queue.shift();
-    if (ready) return ready;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.#wake = undefined;
-    const interrupted = this.#interrupted as { reason: unknown } | undefined;
-    if (interrupted) throw interrupted.reason;
-    return this.#queue.shift();
-  }
 }
