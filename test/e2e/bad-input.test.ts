@@ -137,6 +137,14 @@ test("a prompt that cannot fit is refused before the template renders it", async
   assert.match(body.error.message, /the prompt has at least \d+ \(60000 bytes of text\)/);
 });
 
+test("stop strings over 4 or over 512 characters → 400 naming stop", async () => {
+  for (const stop of [["a", "b", "c", "d", "e"], ["z".repeat(513)]]) {
+    const { status, body } = await post("/v1/chat/completions", chat({ stop }));
+    assert.equal(status, 400);
+    assert.equal(body.error.param, "stop");
+  }
+});
+
 test("n > 1 → 400 unsupported", async () => {
   const { status, body } = await post("/v1/chat/completions", chat({ n: 2 }));
   assert.equal(status, 400);

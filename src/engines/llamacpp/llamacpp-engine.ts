@@ -15,6 +15,7 @@ import {
   type ResponseConstraint,
 } from "../../protocol/index.js";
 import type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, PrefillResult } from "../engine.js";
+import { GrammarCache } from "./grammar-cache.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
 import { llamaRuntime } from "./llama-runtime.js";
@@ -33,6 +34,8 @@ export interface LlamaCppEngineOptions {
   readonly threads?: number;
   /** Tokens per KV block for KV events. Default 16. */
   readonly blockSize?: number;
+  /** Compiled response-format grammars kept (least recently used dropped first). Default 64. */
+  readonly grammarCacheSize?: number;
 }
 
 /**
@@ -42,18 +45,17 @@ export interface LlamaCppEngineOptions {
  */
 export class LlamaCppEngine implements Engine {
   readonly info: EngineInfo;
-  readonly #llama: Llama;
   readonly #model: LlamaModel;
   readonly #context: LlamaContext;
   readonly #slots: SequenceSlots;
   readonly #tracker: KvBlockTracker;
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
-  readonly #grammars = new Map<string, Promise<LlamaGrammar>>();
+  readonly #grammars: GrammarCache;
   readonly #inflight = new Set<AbortController>();
   #closed = false;
 
-  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo) {
-    this.#llama = llama;
+  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo, grammarCacheSize: number) {
+    this.#grammars = new GrammarCache(llama, grammarCacheSize);
     this.#model = model;
     this.#context = context;
     this.info = info;
@@ -101,7 +103,7 @@ export class LlamaCppEngine implements Engine {
       publishesKvEvents: true,
       kvBytesPerToken: kvBytesPerToken(metadata),
     };
-    return new LlamaCppEngine(llama, model, context, info);
+    return new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
   }
 
   /** The loaded model (benchmarks compare against it directly). */
@@ -331,26 +333,12 @@ export class LlamaCppEngine implements Engine {
   }
 
   async #grammarFor(constraint: ResponseConstraint | undefined): Promise<LlamaGrammar | undefined> {
-    if (!constraint) return undefined;
-    const key = constraint.type === "json_object" ? "json" : JSON.stringify(constraint.schema);
-    let grammar = this.#grammars.get(key);
-    if (!grammar) {
-      grammar =
-        constraint.type === "json_object"
-          ? this.#llama.getGrammarFor("json")
-          : // biome-ignore lint/suspicious/noExplicitAny: the schema is validated by llama.cpp's converter.
-            (this.#llama.createGrammarForJsonSchema(constraint.schema as any) as Promise<LlamaGrammar>);
-      this.#grammars.set(key, grammar);
-    }
-    try {
-      return await grammar;
-    } catch (cause) {
-      this.#grammars.delete(key);
-      throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${String(cause)}`, {
-        cause,
-        param: "response_format",
-      });
-    }
+    return constraint ? this.#grammars.get(constraint) : undefined;
+  }
+
+  /** Compiled grammars held now (bounded by `grammarCacheSize`). */
+  get cachedGrammars(): number {
+    return this.#grammars.size;
   }
 
   #emit(events: readonly KvEvent[]): void {

@@ -1,4 +1,5 @@
 import { ArmatureError, type ResponseConstraint, type SamplingOptions } from "../../protocol/index.js";
+import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
 
 /** Everything both completion endpoints accept besides the prompt itself. */
@@ -64,9 +65,14 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
 
 function parseStop(value: unknown): string[] {
   if (value === undefined || value === null) return [];
-  if (typeof value === "string") return [value];
-  if (Array.isArray(value) && value.length <= 4 && value.every((s) => typeof s === "string")) return value as string[];
-  throw invalid("stop", "'stop' must be a string or an array of at most 4 strings");
+  const stops = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(stops) || stops.length > 4 || !stops.every((s) => typeof s === "string")) {
+    throw invalid("stop", "'stop' must be a string or an array of at most 4 strings");
+  }
+  if (stops.some((s) => s.length > MAX_STOP_LENGTH)) {
+    throw invalid("stop", `each 'stop' string must be at most ${MAX_STOP_LENGTH} characters`);
+  }
+  return stops;
 }
 
 function parseResponseFormat(value: unknown): ResponseConstraint | undefined {

@@ -1,0 +1,52 @@
+import { createHash } from "node:crypto";
+import type { Llama, LlamaGrammar } from "node-llama-cpp";
+import { ArmatureError, type ResponseConstraint } from "../../protocol/index.js";
+
+/**
+ * Compiled grammars of response formats, most recently used kept, at most `limit` of them, keyed
+ * by a hash of the schema: a client sending a new JSON schema with every request costs a compile
+ * each time, never memory without bound.
+ */
+export class GrammarCache {
+  readonly #llama: Llama;
+  readonly #limit: number;
+  readonly #grammars = new Map<string, Promise<LlamaGrammar>>();
+
+  constructor(llama: Llama, limit: number) {
+    this.#llama = llama;
+    this.#limit = Math.max(1, limit);
+  }
+
+  /** Grammars held now. */
+  get size(): number {
+    return this.#grammars.size;
+  }
+
+  /** The grammar enforcing `constraint`; `REQUEST_INVALID` naming `response_format` when it cannot be built. */
+  async get(constraint: ResponseConstraint): Promise<LlamaGrammar> {
+    const key =
+      constraint.type === "json_object" ? "json" : createHash("sha256").update(JSON.stringify(constraint.schema)).digest("hex");
+    let grammar = this.#grammars.get(key);
+    if (grammar) {
+      // Most recently used last: Map keeps insertion order, so the first key is the least recent.
+      this.#grammars.delete(key);
+    } else {
+      grammar =
+        constraint.type === "json_object"
+          ? this.#llama.getGrammarFor("json")
+          : // biome-ignore lint/suspicious/noExplicitAny: the schema is validated by llama.cpp's converter.
+            (this.#llama.createGrammarForJsonSchema(constraint.schema as any) as Promise<LlamaGrammar>);
+    }
+    this.#grammars.set(key, grammar);
+    while (this.#grammars.size > this.#limit) this.#grammars.delete(this.#grammars.keys().next().value as string);
+    try {
+      return await grammar;
+    } catch (cause) {
+      this.#grammars.delete(key);
+      throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${String(cause)}`, {
+        cause,
+        param: "response_format",
+      });
+    }
+  }
+}
