@@ -2,6 +2,7 @@ import type { Frontend } from "../frontend/index.js";
 import type { Logger } from "../observability/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
+import { readHttpsCredentials } from "./https-credentials.js";
 import { invalidMessageLogger } from "./process-guards.js";
 import type { ServeOptions } from "./serve-options.js";
 import { startFrontend } from "./start-frontend.js";
@@ -24,6 +25,8 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   });
   let started: Awaited<ReturnType<typeof startWorkers>>;
   try {
+    // Bad TLS files fail the start before models load (the frontend reads them again to serve).
+    if (options.tls) readHttpsCredentials(options.tls);
     started = await startWorkers(options, runtime, logger);
   } catch (error) {
     await runtime.close();

@@ -21,6 +21,8 @@ export interface ServeOptions {
   readonly apiKeysFile: string | undefined;
   /** `/metrics` asks for a key too (only with keys). */
   readonly metricsRequireKey: boolean;
+  /** HTTPS instead of HTTP (`--tls-cert`, `--tls-key`, `--tls-ca`); files reread on SIGHUP. */
+  readonly tls: HttpsFiles | undefined;
   readonly engine: "llamacpp" | "mocker";
   readonly model: string | undefined;
   readonly modelName: string | undefined;
@@ -78,6 +80,14 @@ export interface ServeOptions {
   readonly hostGbps: number | undefined;
 }
 
+/** The PEM files of `--tls-cert`, `--tls-key` and `--tls-ca`. */
+export interface HttpsFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** CA of the client certificates; given, clients must present one (mutual TLS). */
+  readonly clientCaFile: string | undefined;
+}
+
 interface Setting {
   readonly type: "string" | "integer" | "number" | "boolean";
   /** A repeatable flag; its environment twin is comma-separated, its config key a list. */
@@ -116,6 +126,17 @@ export const serveSettings: Record<string, Setting> = {
     type: "boolean",
     env: "ARMATURE_METRICS_REQUIRE_KEY",
     help: "/metrics asks for an API key too (default: open, like /health and /live)",
+  },
+  "tls-cert": {
+    type: "string",
+    env: "ARMATURE_TLS_CERT",
+    help: "PEM certificate (then intermediates): serve HTTPS on --port (with --tls-key); SIGHUP rereads it",
+  },
+  "tls-key": { type: "string", env: "ARMATURE_TLS_KEY", help: "PEM private key of --tls-cert, unencrypted" },
+  "tls-ca": {
+    type: "string",
+    env: "ARMATURE_TLS_CA",
+    help: "PEM CA of client certificates: every client must present one signed by it (mutual TLS)",
   },
   engine: {
     type: "string",
@@ -354,6 +375,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     apiKeys: list("api-key"),
     apiKeysFile: str("api-keys-file"),
     metricsRequireKey: bool("metrics-require-key"),
+    tls: httpsFiles(str("tls-cert"), str("tls-key"), str("tls-ca")),
     engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
     model: str("model"),
     modelName: str("model-name"),
@@ -417,6 +439,14 @@ function readConfig(path: string): Record<string, unknown> {
   } catch (cause) {
     throw new ArmatureError("CONFIG_INVALID", `config file ${path}: ${(cause as Error).message}`, { cause });
   }
+}
+
+function httpsFiles(certFile?: string, keyFile?: string, clientCaFile?: string): HttpsFiles | undefined {
+  if (certFile !== undefined && keyFile !== undefined) return { certFile, keyFile, clientCaFile };
+  if (certFile !== undefined) throw configError("tls-key", "is missing: HTTPS needs the private key of --tls-cert");
+  if (keyFile !== undefined) throw configError("tls-cert", "is missing: HTTPS needs the certificate of --tls-key");
+  if (clientCaFile !== undefined) throw configError("tls-cert", "and --tls-key are missing: --tls-ca needs HTTPS");
+  return undefined;
 }
 
 function configError(flag: string, problem: string): ArmatureError {

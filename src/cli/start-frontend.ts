@@ -19,6 +19,7 @@ import {
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { createApiAccess } from "./api-access.js";
+import { readHttpsCredentials, reloadHttpsOnHangup } from "./https-credentials.js";
 import type { ServeOptions } from "./serve-options.js";
 
 export interface FrontendStack {
@@ -44,6 +45,8 @@ export async function startFrontend(
 ): Promise<FrontendStack> {
   const meter = new PrometheusMeter();
   const apiAccess = createApiAccess(options, meter);
+  // Bad certificate files stop the start here, naming the flag, before anything listens.
+  const tls = options.tls ? readHttpsCredentials(options.tls) : undefined;
   const onOverhead = routerOverheadMetrics(meter);
   // Bookings go to every replica (and to armature router processes) over the event plane.
   const activeLoad = new ActiveLoad({
@@ -126,6 +129,7 @@ export async function startFrontend(
       bodyLimitBytes: options.maxBodyBytes,
       requestTimeoutMs: options.requestTimeoutMs,
       access: apiAccess?.access,
+      tls,
     });
   } catch (error) {
     stopRouting();
@@ -142,11 +146,13 @@ export async function startFrontend(
     throw error;
   }
   const stopKeyReloads = apiAccess?.reloadOnHangup(logger);
+  const stopTlsReloads = options.tls ? reloadHttpsOnHangup(options.tls, frontend, logger) : undefined;
   return {
     frontend,
     router,
     async close(graceMs = 30_000) {
       stopKeyReloads?.();
+      stopTlsReloads?.();
       await frontend.close(graceMs);
       stopRouting();
     },

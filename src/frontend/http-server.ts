@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger, MetricMeter } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
@@ -32,13 +33,29 @@ export interface FrontendOptions {
   readonly bodyLimitBytes?: number;
   /** How long a request may take, from arrival, before it is cancelled (504). Default: no deadline. */
   readonly requestTimeoutMs?: number | undefined;
+  /** Serve HTTPS on `port` with these credentials. Default: plain HTTP. */
+  readonly tls?: TlsOptions | undefined;
+}
+
+/** HTTPS credentials as PEM text; where they come from (files, a secret store) is the caller's business. */
+export interface TlsOptions {
+  /** The server's certificate, followed by any intermediates. */
+  readonly cert: string;
+  /** The unencrypted private key of `cert`. */
+  readonly key: string;
+  /**
+   * CA certificates that client certificates must chain to. Given, every client must present a
+   * certificate (mutual TLS): a connection without one, or with one that does not verify, is refused
+   * in the TLS handshake, before any HTTP. Default: no client certificates asked for.
+   */
+  readonly clientCa?: string | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** The OpenAI-compatible HTTP server. */
 export class Frontend {
-  readonly #server: Server;
+  readonly #server: Server | HttpsServer;
   readonly #o: FrontendOptions;
   readonly #metrics: FrontendMetrics;
   readonly #pipelines: ModelPipelines;
@@ -51,7 +68,7 @@ export class Frontend {
     this.#log = options.logger.child({ component: "frontend" });
     this.#metrics = new FrontendMetrics(options.meter);
     this.#pipelines = new ModelPipelines(options.router.workers);
-    this.#server = createServer((req, res) => {
+    const handle = (req: IncomingMessage, res: ServerResponse): void => {
       const handling = this.#dispatch(req, res).catch((error: unknown) => {
         this.#log.error({ err: error }, "unhandled error in request handler");
         if (!res.headersSent) sendJson(res, 500, toHttpError(error).body);
@@ -59,7 +76,8 @@ export class Frontend {
       });
       this.#inflight.add(handling);
       void handling.finally(() => this.#inflight.delete(handling));
-    });
+    };
+    this.#server = options.tls ? createTlsServer(options.tls, handle, this.#log) : createServer(handle);
     this.#server.keepAliveTimeout = 65_000;
   }
 
@@ -84,11 +102,32 @@ export class Frontend {
     return frontend;
   }
 
-  /** The bound address, e.g. `http://127.0.0.1:8000`. */
+  /** The bound address, e.g. `http://127.0.0.1:8000`, or `https://…` with `tls`. */
   get url(): string {
     const address = this.#server.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}`;
+    return `${this.#o.tls ? "https" : "http"}://${host}:${address.port}`;
+  }
+
+  /**
+   * Serves `tls` to connections made from now on (certificate rotation without a restart); open
+   * connections keep the credentials they were made with. Throws `CONFIG_INVALID`, keeping the
+   * credentials in force, for a frontend started without `tls`, for turning mutual TLS on or off
+   * (that needs a restart), or for PEM that does not form credentials (a key that does not match).
+   */
+  replaceTlsCredentials(tls: TlsOptions): void {
+    const started = this.#o.tls;
+    if (!started || !("setSecureContext" in this.#server)) {
+      throw new ArmatureError("CONFIG_INVALID", "this frontend serves plain HTTP; start it with TLS credentials to rotate them");
+    }
+    if ((started.clientCa === undefined) !== (tls.clientCa === undefined)) {
+      throw new ArmatureError("CONFIG_INVALID", "client certificates cannot be turned on or off while serving; restart instead");
+    }
+    try {
+      this.#server.setSecureContext(secureContextOptions(tls));
+    } catch (cause) {
+      throw new ArmatureError("CONFIG_INVALID", `TLS credentials refused: ${(cause as Error).message}`, { cause });
+    }
   }
 
   get inflightRequests(): number {
@@ -152,4 +191,19 @@ export class Frontend {
     this.#server.closeAllConnections();
     await closed;
   }
+}
+
+function secureContextOptions(tls: TlsOptions): { cert: string; key: string; ca?: string } {
+  return tls.clientCa === undefined ? { cert: tls.cert, key: tls.key } : { cert: tls.cert, key: tls.key, ca: tls.clientCa };
+}
+
+function createTlsServer(tls: TlsOptions, handle: (req: IncomingMessage, res: ServerResponse) => void, log: Logger): HttpsServer {
+  const mutual = tls.clientCa !== undefined;
+  const server = createHttpsServer({ ...secureContextOptions(tls), requestCert: mutual, rejectUnauthorized: mutual }, handle);
+  // Plain HTTP on this port, an untrusted client certificate, a scanner: the socket is closed
+  // either way; a debug line says why a client could not connect.
+  server.on("tlsClientError", (error, socket) => {
+    log.debug({ err: error, remoteAddress: socket.remoteAddress }, "TLS handshake refused");
+  });
+  return server;
 }

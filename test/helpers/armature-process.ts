@@ -20,7 +20,7 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
 }
 
 /**
- * Starts an armature command and resolves once it prints its readiness line: `at http://…/v1`
+ * Starts an armature command and resolves once it prints its readiness line: `at http(s)://…/v1`
  * (serve, frontend) or `armature worker …` (worker, whose `url` is then empty).
  */
 export async function startArmature(
@@ -45,7 +45,7 @@ export async function startArmature(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`armature ${args[0]} did not start in time:\n${output}`)), 60_000);
     const check = (): void => {
-      const match = /at (http:\/\/\S+)\/v1/.exec(output);
+      const match = /at (https?:\/\/\S+)\/v1/.exec(output);
       if (match?.[1] || /^armature (worker|router) \S/m.test(output)) {
         clearTimeout(timer);
         resolve(match?.[1] ?? "");

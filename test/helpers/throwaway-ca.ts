@@ -16,6 +16,8 @@ export interface ThrowawayCa {
   readonly clientKeyFile: string;
   /** A second CA that signed none of these: a client trusting it must refuse the server. */
   readonly otherCaFile: string;
+  /** Another server certificate for 127.0.0.1 from the same CA (a rotation), as `NAME.pem` and `NAME.key`. */
+  issueServerCertificate(name: string): Promise<{ certFile: string; keyFile: string }>;
   remove(): Promise<void>;
 }
 
@@ -73,7 +75,8 @@ export async function makeThrowawayCa(): Promise<ThrowawayCa> {
       at(`${name}.pem`),
     );
   };
-  await leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
+  const serverExtensions = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n";
+  await leaf("server", serverExtensions);
   await leaf("client", "extendedKeyUsage=clientAuth\n");
   return {
     dir,
@@ -83,6 +86,10 @@ export async function makeThrowawayCa(): Promise<ThrowawayCa> {
     clientCertFile: at("client.pem"),
     clientKeyFile: at("client.key"),
     otherCaFile: at("other-ca.pem"),
+    async issueServerCertificate(name) {
+      await leaf(name, serverExtensions);
+      return { certFile: at(`${name}.pem`), keyFile: at(`${name}.key`) };
+    },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
 }
