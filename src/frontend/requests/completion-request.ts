@@ -18,7 +18,8 @@ export function parseCompletionRequest(raw: unknown): CompletionRequest {
   return { kind: "text", ...common, prompt: parsePrompt(body.prompt), echo: false };
 }
 
-function parsePrompt(value: unknown): CompletionPrompt {
+/** `inBatch`: `value` came out of a one-prompt batch (`["text"]`, `[[1, 2]]`), which does not nest further. */
+function parsePrompt(value: unknown, inBatch = false): CompletionPrompt {
   if (typeof value === "string") {
     if (value === "") throw invalid("prompt", "'prompt' must not be empty");
     return { text: value };
@@ -26,7 +27,7 @@ function parsePrompt(value: unknown): CompletionPrompt {
   if (Array.isArray(value)) {
     if (value.length === 0) throw invalid("prompt", "'prompt' must not be empty");
     if (value.every((t) => Number.isInteger(t) && (t as number) >= 0)) return { tokenIds: value as number[] };
-    if (value.length === 1) return parsePrompt(value[0]);
+    if (value.length === 1 && !inBatch) return parsePrompt(value[0], true);
     throw invalid("prompt", "'prompt' must be one string or one array of token ids; batches of prompts are not supported yet");
   }
   throw invalid("prompt", "'prompt' is required: a string or an array of token ids");
