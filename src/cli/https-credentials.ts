@@ -39,8 +39,10 @@ export function reloadHttpsOnHangup(files: HttpsFiles, frontend: Frontend, logge
   const log = logger.child({ component: "tls" });
   return onHangup(() => {
     try {
-      frontend.replaceTlsCredentials(readHttpsCredentials(files));
-      log.info({ certFile: files.certFile }, "TLS certificate reloaded; new connections get it");
+      const tls = readHttpsCredentials(files);
+      frontend.replaceTlsCredentials(tls);
+      const { fingerprint256, validTo } = new X509Certificate(tls.cert);
+      log.info({ certFile: files.certFile, fingerprint256, validTo }, "TLS certificate reloaded; new connections get it");
     } catch (error) {
       const reason = isArmatureError(error) ? error.message : String(error);
       log.error({ certFile: files.certFile, reason }, "TLS certificate not reloaded; the previous one stays in force");
