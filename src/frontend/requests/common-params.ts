@@ -75,6 +75,16 @@ function parseStop(value: unknown): string[] {
   return stops;
 }
 
+/** The deepest schema a worker takes (the generate-request's `constraint`, `src/protocol/message-schemas.ts`). */
+const MAX_SCHEMA_DEPTH = 64;
+
+/** Whether `value` has anything below `levels` levels of nesting; stops descending there, so it never recurses deeper. */
+function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  const children = Object.values(value);
+  return levels === 0 ? children.length > 0 : children.some((child) => nestedDeeperThan(child, levels - 1));
+}
+
 function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
   if (value === undefined || value === null) return undefined;
   const format = asObject(value, "response_format");
@@ -86,6 +96,12 @@ function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
     case "json_schema": {
       const spec = asObject(format.json_schema, "response_format.json_schema");
       const schema = asObject(spec.schema ?? {}, "response_format.json_schema.schema");
+      if (nestedDeeperThan(schema, MAX_SCHEMA_DEPTH)) {
+        throw invalid(
+          "response_format.json_schema.schema",
+          `'response_format.json_schema.schema' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`,
+        );
+      }
       return { type: "json_schema", schema };
     }
     default:
