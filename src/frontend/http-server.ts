@@ -7,6 +7,7 @@ import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
 import { type AccessControl, sendAccessDenial } from "./access/index.js";
+import { answerClientError } from "./client-errors.js";
 import { FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -79,6 +80,7 @@ export class Frontend {
     };
     this.#server = options.tls ? createTlsServer(options.tls, handle, this.#log) : createServer(handle);
     this.#server.keepAliveTimeout = 65_000;
+    this.#server.on("clientError", answerClientError);
   }
 
   /** Starts listening; resolves with the frontend once the port is bound. */
