@@ -39,10 +39,13 @@ export async function runHandler(
   };
   let progress = 0;
   let waitingForCredit = false;
-  const heartbeat = setInterval(
-    () => send({ t: "ping", p: progress, ...(waitingForCredit ? { w: "credit" } : {}) }),
-    heartbeatMs,
-  );
+  const heartbeat = setInterval(() => {
+    try {
+      send({ t: "ping", p: progress, ...(waitingForCredit ? { w: "credit" } : {}) });
+    } catch {
+      // A draining connection refuses publishes; a throw here would escape the timer.
+    }
+  }, heartbeatMs);
   const iterator = handler(start.payload, { signal: controller.signal, reportProgress: () => void progress++ })[
     Symbol.asyncIterator
   ]();

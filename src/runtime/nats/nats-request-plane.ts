@@ -3,7 +3,7 @@ import { ArmatureError, type ErrorCode } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
 import { CallInbox } from "./call-inbox.js";
-import type { CallStart, CreditGrant, StreamMessage } from "./call-wire.js";
+import { type CallStart, type CreditGrant, parseCallStart, type StreamMessage } from "./call-wire.js";
 import { runHandler } from "./handler-run.js";
 import { FrameAssembler, maxPayloadOf } from "./stream-framing.js";
 
@@ -68,12 +68,13 @@ export class NatsRequestPlane implements RequestPlane {
       queue: "armature",
       callback: (error, msg) => {
         if (error) return;
-        let start: CallStart;
+        let start: CallStart | undefined;
         try {
-          start = decodeMessage(msg.data) as CallStart;
+          start = parseCallStart(decodeMessage(msg.data));
         } catch {
           return;
         }
+        if (!start) return;
         msg.respond(encodeMessage({ accepted: true }));
         runHandler(nc, handler, start, this.#o.heartbeatMs).catch(() => {});
       },
