@@ -3,6 +3,7 @@ import { createLogger, type Logger } from "../observability/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import { ActiveLoad, ApproximateIndex, KvIndexer, kvPolicy, serveRouteQueries, WorkerSet } from "../router/index.js";
 import { connectDistributedRuntime, type Runtime, redactUrl } from "../runtime/index.js";
+import { invalidMessageLogger } from "./process-guards.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
 import { startFrontend } from "./start-frontend.js";
@@ -23,6 +24,7 @@ async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> 
     ...(options.progressTimeoutMs !== undefined ? { requestPlane: { progressTimeoutMs: options.progressTimeoutMs } } : {}),
     durableKvEvents: options.durableKvEvents,
     onError: (error, where) => logger.warn({ err: error, where }, "runtime error"),
+    onInvalidMessage: invalidMessageLogger(logger),
   });
 }
 

@@ -7,6 +7,7 @@ import {
   type GenerateResponse,
   isArmatureError,
   type KvEventBatch,
+  type RequestEnd,
   subjects,
   type WorkerLoad,
 } from "../protocol/index.js";
@@ -114,7 +115,7 @@ test("a request's deadline holds on the worker even when no cancellation arrives
   // At its modelled speed the mocker needs seconds for 5000 tokens; the deadline is 150 ms.
   const worker = await WorkerHost.create({ runtime, engine: new MockerEngine(), id: "w1", modelName: "m", logger: silentLogger });
   let tokens = 0;
-  let end: GenerateResponse | undefined;
+  let end: RequestEnd | undefined;
   try {
     for await (const item of runtime.requests.call("w1", { ...request(5000), timeoutMs: 150 })) {
       const response = item as GenerateResponse;

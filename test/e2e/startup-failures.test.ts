@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { startServe } from "../helpers/armature-process.js";
 
 const BIN = fileURLToPath(new URL("../../bin/armature.js", import.meta.url));
 
@@ -45,3 +46,24 @@ for (const engine of ["mocker", "llamacpp"]) {
     }
   });
 }
+
+test("a second signal during the drain ends the process at once, saying so", async () => {
+  const server = await startServe(["--engine", "mocker"]);
+  // A long stream keeps the drain busy (it would wait up to 30 s for it).
+  const response = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "armature-mocker", prompt: "go", max_tokens: 5000, ignore_eos: true, stream: true }),
+  });
+  const reader = response.body?.getReader();
+  await reader?.read();
+  const exited = once(server.child, "exit");
+  server.child.kill("SIGTERM");
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(server.child.exitCode, null, "still draining after the first signal");
+  server.child.kill("SIGTERM");
+  const [code] = (await exited) as [number | null];
+  assert.equal(code, 1);
+  assert.match(server.output(), /armature: a second signal arrived; exiting without finishing the drain/);
+  await reader?.cancel().catch(() => {});
+});

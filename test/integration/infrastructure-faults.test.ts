@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { Etcd3 } from "etcd3";
 import OpenAI from "openai";
 import { startArmature } from "../helpers/armature-process.js";
 import { startEtcd } from "../helpers/etcd-server.js";
@@ -49,20 +50,43 @@ test("nats-server restarted: worker and frontend reconnect and new requests succ
   }
 });
 
-test("etcd down: serving goes on with the known workers, and registration resumes when it returns", async () => {
+test("etcd down past the lease TTL: serving goes on with the known workers; a worker whose lease is gone registers again", async () => {
+  // Regression: the outage was far shorter than the 10 s lease and nothing ever took the worker's
+  // registration away, so "registration resumes" was never exercised.
   const nats = await startNatsServer();
   let etcd = await startEtcd();
   const { ask, stop, frontend } = await startPair(nats.url, etcd.endpoint);
+  const instances = async (): Promise<number> =>
+    ((await (await fetch(`${frontend.url}/health`)).json()) as { instances: unknown[] }).instances.length;
   try {
     await untilOk(ask, 10_000);
     await etcd.stop({ keepData: true });
+    const downAt = Date.now();
     for (let i = 0; i < 3; i++) assert.equal((await ask()).choices.length, 1, "served with etcd down");
+    // Longer than the worker's 10 s lease; the keep-alives fail all along.
+    await new Promise((r) => setTimeout(r, Math.max(0, 11_000 - (Date.now() - downAt))));
+    assert.equal((await ask()).choices.length, 1, "still served after the lease's TTL");
     etcd = await startEtcd(etcd.layout);
-    const health = async () => {
-      const body = (await (await fetch(`${frontend.url}/health`)).json()) as { instances: unknown[] };
-      if (body.instances.length !== 1) throw new Error("worker not registered yet");
-    };
-    await untilOk(health, 20_000);
+    // etcd renews leases when it restarts; take the worker's away, as an expiry would.
+    const client = new Etcd3({ hosts: etcd.endpoint });
+    const registered = async (): Promise<string[]> => client.getAll().prefix("/armature/instances/").keys();
+    try {
+      await untilOk(async () => {
+        const { leases } = await client.leaseClient.leaseLeases();
+        if (leases.length === 0) throw new Error("no lease yet");
+        for (const lease of leases) await client.leaseClient.leaseRevoke({ ID: lease.ID });
+      }, 20_000);
+      assert.deepEqual(await registered(), [], "the revoked lease took the worker's registration with it");
+      // The worker's next keep-alive finds its lease gone and registers again.
+      await untilOk(async () => {
+        if ((await registered()).length !== 1) throw new Error("worker not registered again yet");
+      }, 20_000);
+    } finally {
+      client.close();
+    }
+    await untilOk(async () => {
+      if ((await instances()) !== 1) throw new Error("the frontend does not list the worker");
+    }, 20_000);
     assert.equal((await ask()).choices.length, 1);
   } finally {
     await stop();

@@ -170,10 +170,15 @@ test("a frequency penalty changes a repetitive greedy continuation", async () =>
 test("the KV dump lists what the sequences cache, as the stored events did", async () => {
   const events: KvEvent[] = [];
   const stop = engine.onKvEvents((batch) => events.push(...batch));
-  await collect(request("A request arrives at the frontend, which applies the chat template", { maxTokens: 1 }));
+  // A prompt no other test sends, 100 tokens long: six full blocks of 16 are new to the cache.
+  const tokenIds = Array.from({ length: 100 }, (_, i) => 40 + ((i * 13) % 150));
+  await collect(request("", { tokenIds, maxTokens: 1 }));
   stop();
+  const stored = events.flatMap((e) => (e.type === "kv-block-stored" ? e.blocks.map((b) => b.blockHash) : []));
+  // Regression: with no stored event the loop below asserted nothing and the test could not fail.
+  assert.ok(stored.length >= 6, `the request stored its prompt's blocks (${stored.length} stored)`);
   const dumped = new Set(
     engine.dumpKvEvents().flatMap((e) => (e.type === "kv-block-stored" ? e.blocks.map((b) => b.blockHash) : [])),
   );
-  for (const e of events) if (e.type === "kv-block-stored") for (const b of e.blocks) assert.ok(dumped.has(b.blockHash));
+  for (const hash of stored) assert.ok(dumped.has(hash), `block ${hash} is in the dump`);
 });
