@@ -67,3 +67,24 @@ test("--api-key repeats; ARMATURE_API_KEY is comma-separated; --metrics-require-
     /--metrics-require-key \(ARMATURE_METRICS_REQUIRE_KEY\) must be on or off/,
   );
 });
+
+test("limits: body size, request deadline and KV export bounds, with their defaults", () => {
+  const d = resolveServeOptions([], {});
+  assert.deepEqual(
+    [d.maxBodyBytes, d.requestTimeoutMs, d.maxKvExports, d.maxKvExportBytes, d.minSharedFreeBytes],
+    [8 * 1024 * 1024, 600_000, undefined, undefined, undefined],
+  );
+  const o = resolveServeOptions(
+    ["--max-body-bytes", "65536", "--request-timeout", "2.5", "--max-kv-exports", "3", "--max-kv-export-bytes", "1000000"],
+    { ARMATURE_MIN_SHARED_FREE_BYTES: "0" },
+  );
+  assert.deepEqual(
+    [o.maxBodyBytes, o.requestTimeoutMs, o.maxKvExports, o.maxKvExportBytes, o.minSharedFreeBytes],
+    [65536, 2500, 3, 1_000_000, 0],
+  );
+  assert.equal(resolveServeOptions(["--request-timeout", "0"], {}).requestTimeoutMs, undefined, "0 turns the deadline off");
+  assert.throws(
+    () => resolveServeOptions(["--max-body-bytes", "10"], {}),
+    /--max-body-bytes \(ARMATURE_MAX_BODY_BYTES\) must be an integer ≥ 1024/,
+  );
+});

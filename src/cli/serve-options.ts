@@ -13,6 +13,10 @@ export interface ServeOptions {
   readonly port: number;
   /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
   readonly maxBodyBytes: number;
+  /** Prefill workers: exported KV held for decode workers at once (count, bytes, free space kept). */
+  readonly maxKvExports: number | undefined;
+  readonly maxKvExportBytes: number | undefined;
+  readonly minSharedFreeBytes: number | undefined;
   /** Deadline of each request in ms (`--request-timeout`, given in seconds); undefined: none. */
   readonly requestTimeoutMs: number | undefined;
   /** `--api-key` (repeatable) or `ARMATURE_API_KEY` (comma-separated): keys without limits. */
@@ -105,6 +109,21 @@ export const serveSettings: Record<string, Setting> = {
     type: "integer",
     env: "ARMATURE_MAX_BODY_BYTES",
     help: "largest request body accepted; larger ones get 413 (default 8388608, 8 MiB)",
+  },
+  "max-kv-exports": {
+    type: "integer",
+    env: "ARMATURE_MAX_KV_EXPORTS",
+    help: "prefill worker: exported prompts held for decode workers at once; more are prefilled on the decode worker (default 64)",
+  },
+  "max-kv-export-bytes": {
+    type: "integer",
+    env: "ARMATURE_MAX_KV_EXPORT_BYTES",
+    help: "prefill worker: bytes of exported KV held at once (default 1073741824, 1 GiB)",
+  },
+  "min-shared-free-bytes": {
+    type: "integer",
+    env: "ARMATURE_MIN_SHARED_FREE_BYTES",
+    help: "prefill worker: free space an export must leave in the shared folder, /dev/shm (default 16777216, 16 MiB)",
   },
   "request-timeout": {
     type: "number",
@@ -371,6 +390,9 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
     maxBodyBytes: num("max-body-bytes", true, 1024) ?? 8 * 1024 * 1024,
+    maxKvExports: num("max-kv-exports", true, 1),
+    maxKvExportBytes: num("max-kv-export-bytes", true, 1),
+    minSharedFreeBytes: num("min-shared-free-bytes", true, 0),
     requestTimeoutMs: ((seconds) => (seconds === 0 ? undefined : seconds * 1000))(num("request-timeout", false, 0) ?? 600),
     apiKeys: list("api-key"),
     apiKeysFile: str("api-keys-file"),

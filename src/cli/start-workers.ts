@@ -86,7 +86,12 @@ export async function startWorkers(
             ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
             ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
           });
-      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer }));
+      const exportLimits = {
+        maxExports: options.maxKvExports,
+        maxBytes: options.maxKvExportBytes,
+        minFreeBytes: options.minSharedFreeBytes,
+      };
+      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits }));
     }
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));

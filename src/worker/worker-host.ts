@@ -18,7 +18,7 @@ import {
 import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
-import { KvExports } from "./kv-exports.js";
+import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
 
 export interface WorkerHostOptions {
@@ -40,6 +40,8 @@ export interface WorkerHostOptions {
   readonly transfer?: TransferAgentOptions;
   /** How long a prefill worker keeps exported KV no decode worker has taken. Default 30 s. */
   readonly handoffTtlMs?: number;
+  /** Bounds on the KV a prefill worker holds for decode workers (count, bytes, free space kept). */
+  readonly exportLimits?: Pick<KvExportsOptions, "maxExports" | "maxBytes" | "minFreeBytes">;
   /** How long a decode worker waits for KV bytes before it prefills locally. Default 10 s. */
   readonly transferTimeoutMs?: number;
 }
@@ -108,7 +110,13 @@ export class WorkerHost {
     this.#agent = agent;
     // Split roles model handoffs (the mocker) with this host's measured transfer costs.
     if (this.card.role !== "aggregated") await agent.calibrate();
-    this.#exports = new KvExports({ agent, clock: runtime.clock, logger: this.#log, ttlMs: this.#o.handoffTtlMs ?? 30_000 });
+    this.#exports = new KvExports({
+      agent,
+      clock: runtime.clock,
+      logger: this.#log,
+      ttlMs: this.#o.handoffTtlMs ?? 30_000,
+      ...this.#o.exportLimits,
+    });
     const peers = new Map<string, string>();
     this.#unwatchPeers = runtime.discovery.watch((event) => {
       if (event.type === "instance-added" && event.instance.transferAgent) {
