@@ -175,7 +175,13 @@ async function garbageCall(rng: Prng, t: PlaneTarget): Promise<{ detail: string;
     detail = "random JSON";
   } else if (variant === 2) {
     start = encoder.encode(
-      JSON.stringify({ payload: shape, stream: oddSubject, cancel: rng.pick([oddSubject, `${stream}.cancel`]) }),
+      JSON.stringify({
+        payload: shape,
+        stream: oddSubject,
+        cancel: rng.pick([oddSubject, `${stream}.cancel`]),
+        // Window 0 parks the handler, so its heartbeat timer publishes to the odd subject.
+        window: rng.pick([undefined, 0, 1]),
+      }),
     );
     detail = `odd stream subject ${JSON.stringify(oddSubject)?.slice(0, 40)}`;
   } else if (variant === 3) {

@@ -124,9 +124,26 @@ test(`fuzz (seed ${SEED}): hostile input leaves every process up and serving`, {
     );
     etcd.close();
     await nc.close();
-    await Promise.all([frontend.stop(), router.stop(), worker.stop()]);
+    // Bounded: a process that does not exit on SIGTERM is named, then killed.
+    const exits = await Promise.all(Object.entries(processes).map(([name, p]) => stopWithin(name, p, 10_000)));
+    for (const exit of exits) t.diagnostic(exit);
   }
 });
+
+async function stopWithin(name: string, process: ServeProcess, ms: number): Promise<string> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([
+    process.stop("SIGTERM"),
+    new Promise<"hung">((resolve) => {
+      timer = setTimeout(() => resolve("hung"), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (code !== "hung") return `${name} exited with ${code} ${Date.now() - started} ms after SIGTERM`;
+  await process.stop("SIGKILL");
+  return `${name} did not exit within ${ms} ms of SIGTERM and was killed`;
+}
 
 /** Every process alive, `/health` answers, and a streamed chat completion through the openai client yields tokens. */
 async function assertServing(processes: Processes, client: OpenAI, url: string, when: string): Promise<void> {
