@@ -111,3 +111,28 @@ test("a silent prefill longer than the progress timeout is taken for a stuck wor
   );
   await serving.close();
 });
+
+// Regression: a caller that never granted more credit (gone, or hostile) parked the handler forever,
+// holding its engine's sequence and keeping its process from exiting.
+test("a handler whose caller reads nothing for the credit timeout gives the call up and frees what it holds", async () => {
+  const { serving, calling } = await planes({ window: 2, heartbeatMs: 50, idleTimeoutMs: 5000, creditTimeoutMs: 300 });
+  let released = false;
+  await serving.serve("w-starved", async function* () {
+    try {
+      for (let i = 0; ; i++) yield i;
+    } finally {
+      released = true;
+    }
+  });
+  const iterator = calling.call("w-starved", {})[Symbol.asyncIterator]();
+  assert.deepEqual(await iterator.next(), { done: false, value: 0 });
+  await sleep(1000); // reads nothing more: no credit goes back
+  assert.equal(released, true, "the handler ended and ran its cleanup");
+  await assert.rejects(
+    async () => {
+      for (;;) if ((await iterator.next()).done) break;
+    },
+    (e: unknown) => isArmatureError(e) && e.code === "REQUEST_CANCELLED" && /read nothing for 300 ms/.test(e.message),
+  );
+  await serving.close();
+});

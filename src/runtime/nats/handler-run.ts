@@ -9,13 +9,16 @@ import { publishFramed } from "./stream-framing.js";
  * Runs one call on the handler's side: pulls the handler's items only while the caller has granted
  * credit (so a slow caller pauses the handler instead of filling its own memory), and sends a
  * heartbeat every `heartbeatMs` that says how much the handler has produced, so the caller can
- * tell a worker that works from one whose timer runs while its engine is wedged.
+ * tell a worker that works from one whose timer runs while its engine is wedged. A caller that
+ * grants no credit for `creditTimeoutMs` (gone, or hostile) cancels the call: a handler never waits
+ * for it forever, holding its engine's sequence.
  */
 export async function runHandler(
   nc: NatsConnection,
   handler: RequestHandler,
   start: CallStart,
   heartbeatMs: number,
+  creditTimeoutMs: number,
 ): Promise<void> {
   const controller = new AbortController();
   let credit = start.window ?? Number.POSITIVE_INFINITY;
@@ -50,14 +53,26 @@ export async function runHandler(
     Symbol.asyncIterator
   ]();
   let done = false;
+  let starvedBy: ArmatureError | undefined;
   try {
     for (;;) {
       if (credit <= 0 && !controller.signal.aborted) {
         waitingForCredit = true;
-        await new Promise<void>((resolve) => {
-          creditArrived = resolve;
+        const starved = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(true), creditTimeoutMs);
+          creditArrived = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
         });
         creditArrived = undefined;
+        if (starved && credit <= 0) {
+          starvedBy = new ArmatureError(
+            "REQUEST_CANCELLED",
+            `the caller read nothing for ${creditTimeoutMs} ms; the worker gave the call up`,
+          );
+          controller.abort(starvedBy);
+        }
         waitingForCredit = false;
         continue;
       }
@@ -76,7 +91,7 @@ export async function runHandler(
       if (!controller.signal.aborted) send({ t: "item", v: next.value });
     }
     if (!done) await iterator.return?.();
-    send({ t: "end" });
+    send(starvedBy ? errorMessageOf(starvedBy) : { t: "end" });
   } catch (error) {
     send(errorMessageOf(error));
   } finally {

@@ -22,6 +22,11 @@ export interface NatsRequestPlaneOptions {
    * too; engines that report prefill progress (`RequestContext.reportProgress`) may run longer.
    */
   readonly progressTimeoutMs?: number;
+  /**
+   * A handler whose caller grants no credit (reads nothing) for this long gives the call up and
+   * frees what it holds, so a vanished or hostile caller cannot pin a worker's sequence. Default 5 min.
+   */
+  readonly creditTimeoutMs?: number;
   /** Caller side: items a handler may send ahead of the consumer (the flow-control window). Default 64. */
   readonly window?: number;
   /** The largest single response a caller reassembles from parts. Default 256 MiB. */
@@ -57,6 +62,7 @@ export class NatsRequestPlane implements RequestPlane {
       heartbeatMs: options.heartbeatMs ?? 1000,
       idleTimeoutMs: options.idleTimeoutMs ?? 5000,
       progressTimeoutMs: options.progressTimeoutMs ?? 60_000,
+      creditTimeoutMs: options.creditTimeoutMs ?? 300_000,
       window: Math.max(2, options.window ?? 64),
       maxResponseBytes: options.maxResponseBytes ?? 256 * 1024 * 1024,
     };
@@ -76,7 +82,7 @@ export class NatsRequestPlane implements RequestPlane {
         }
         if (!start) return;
         msg.respond(encodeMessage({ accepted: true }));
-        runHandler(nc, handler, start, this.#o.heartbeatMs).catch(() => {});
+        runHandler(nc, handler, start, this.#o.heartbeatMs, this.#o.creditTimeoutMs).catch(() => {});
       },
     });
     await nc.flush();
