@@ -2,29 +2,10 @@
  * Hostile inputs for the fuzz test, all drawn from one seeded generator so that a failure
  * reproduces with the seed it printed.
  */
+import { SeededRandom } from "../../src/engines/seeded-random.js";
 
-/** mulberry32: small, fast, and the same sequence for the same seed on every machine. */
-export class Prng {
-  #state: number;
-
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-
-  /** A float in [0, 1). */
-  next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** An integer in [0, n). */
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-
+/** The product's own seeded generator (mulberry32), with what the fuzzer draws besides numbers. */
+export class Prng extends SeededRandom {
   chance(p: number): boolean {
     return this.next() < p;
   }
