@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 /** Writes a data-only SSE stream, honouring backpressure and stopping when the client leaves. */
 export class SseWriter {
   readonly #res: ServerResponse;
+  #corked = false;
 
   constructor(res: ServerResponse, headers: Record<string, string>) {
     this.#res = res;
@@ -30,14 +31,19 @@ export class SseWriter {
     this.#res.end("data: [DONE]\n\n");
   }
 
-  /** Holds writes until `uncork`, so the events that end a stream leave in one packet. */
+  /**
+   * Holds the writes that follow until `done()` ends the response, so the events that end a stream
+   * leave in one packet. Only those last few events may follow: they do not wait for the buffer.
+   */
   cork(): void {
     this.#res.cork();
+    this.#corked = true;
   }
 
   async #write(text: string): Promise<void> {
     if (this.closed) return;
-    if (!this.#res.write(text)) await this.#drained();
+    // A corked socket sends nothing, so it never drains: waiting here would wait for ever.
+    if (!this.#res.write(text) && !this.#corked) await this.#drained();
   }
 
   /** Resolves on `drain` or `close`, whichever comes first, and leaves no listener behind. */
