@@ -3,7 +3,9 @@
 // restarted, nats-server restarts on the same port, clients disconnect mid-stream and read slowly.
 // Every request must end completed or with a clean error; none may hang or be lost.
 // Usage: node --import tsx bench/chaos-soak.ts [--minutes 10] [--concurrency 6] [--slow-readers 2] [--seed 1] [--json FILE]
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SeededRandom } from "../src/engines/index.js";
 import { waitForInstances } from "../test/helpers/cluster-servers.js";
@@ -166,6 +168,11 @@ try {
   const report = buildReport(rssStart, rssEnd);
   printReport(report);
   if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
+  if (totals.hung + totals.lost + cluster.crashes.length > 0) {
+    const dir = await mkdtemp(join(tmpdir(), "armature-chaos-soak-logs-"));
+    await cluster.saveLogs(dir);
+    console.log(`\nevery process's output (log level warn): ${dir}`);
+  }
   exitCode = totals.hung > 0 || totals.lost > 0 || cluster.crashes.length > 0 ? 1 : 0;
 } finally {
   await cluster.stop();
@@ -209,7 +216,10 @@ function buildReport(
     by_kind: Object.fromEntries(byKind),
     failed_by_code: Object.fromEntries([...failures].sort((a, b) => b[1] - a[1])),
     completion_tokens: completionTokens,
-    hung_or_lost: problems.slice(0, 50),
+    hung_or_lost: problems.slice(0, 50).map((p) => {
+      const requestId = /request ([0-9a-f-]{36})/.exec(p.detail)?.[1];
+      return { ...p, logs: requestId ? cluster.logLines(requestId) : [] };
+    }),
     crashes: cluster.crashes,
     rss,
     rss_timeline_mib: rssTimeline,
@@ -238,7 +248,10 @@ function printReport(report: ReturnType<typeof buildReport>): void {
   }
   console.log("\nchaos actions:");
   for (const c of report.chaos) console.log(`  ${c.atS.toFixed(1)} s  ${c.action}: ${c.detail}`);
-  for (const p of report.hung_or_lost) console.log(`${p.type.toUpperCase()} at ${p.atS} s: ${p.detail}`);
+  for (const p of report.hung_or_lost) {
+    console.log(`${p.type.toUpperCase()} at ${p.atS} s: ${p.detail}`);
+    for (const line of p.logs) console.log(`    ${line}`);
+  }
   for (const c of report.crashes)
     console.log(`CRASH ${c.name} pid ${c.pid} at ${c.atS} s (${c.code ?? c.signal}):\n${c.outputTail}`);
 }

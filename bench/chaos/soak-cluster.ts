@@ -1,4 +1,6 @@
 import { readFileSync, rmSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { type ServeProcess, startArmature } from "../../test/helpers/armature-process.js";
 import { type EtcdServer, startEtcd } from "../../test/helpers/etcd-server.js";
 import { type NatsServer, startNatsServer } from "../../test/helpers/nats-server.js";
@@ -45,6 +47,8 @@ export class SoakCluster {
   readonly #workers: (Member | undefined)[];
   #router: Member | undefined;
   #frontend: Member | undefined;
+  /** Every process started, killed ones included, for their logs. */
+  readonly #everyMember: Member[] = [];
   #natsRunning = true;
   #stopped = false;
 
@@ -104,6 +108,23 @@ export class SoakCluster {
     return member;
   }
 
+  /** Log lines (every process, killed ones too) that mention `text`, e.g. a request id. */
+  logLines(text: string): string[] {
+    return this.#everyMember.flatMap((m) =>
+      m.process
+        .output()
+        .split("\n")
+        .filter((line) => line.includes(text))
+        .map((line) => `${m.name} (pid ${m.pid}): ${line.slice(0, 600)}`),
+    );
+  }
+
+  /** Writes every process's output (killed ones too) into `dir`, one file each. */
+  async saveLogs(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    await Promise.all(this.#everyMember.map((m) => writeFile(join(dir, `${m.name}-${m.pid}.log`), m.process.output())));
+  }
+
   /** SIGKILLs the worker in `slot` and waits for its exit. */
   async killWorker(slot: number): Promise<number | undefined> {
     const member = this.#workers[slot];
@@ -154,6 +175,7 @@ export class SoakCluster {
   async #spawn(name: string, args: string[]): Promise<Member> {
     const process = await startArmature(args);
     const member: Member = { name, process, pid: process.child.pid as number, killedBySoak: false };
+    this.#everyMember.push(member);
     process.child.once("exit", (code, signal) => {
       if (member.killedBySoak) return;
       this.crashes.push({

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type IncomingMessage, request } from "node:http";
 import { SeededRandom } from "../../src/engines/index.js";
 
@@ -86,6 +87,14 @@ export function sendSoakRequest(kind: RequestKind, mix: RequestMix, options: Soa
   const disconnectAfter = kind === "disconnect" ? 1 + mix.int(6) : Number.POSITIVE_INFINITY;
   const pauseMs = kind === "slow-reader" ? 50 + mix.int(200) : 0;
 
+  // Sent as x-request-id, so a hung or lost request can be found in the servers' logs.
+  const requestId = randomUUID();
+  const seen = { status: 0, worker: "", bytes: 0, lastByteAt: 0 };
+  const startedAt = performance.now();
+  const describe = (): string =>
+    seen.status === 0
+      ? `request ${requestId}: no response headers`
+      : `request ${requestId}: HTTP ${seen.status} from worker ${seen.worker || "?"}, ${seen.bytes} bytes, last ${Math.round(seen.lastByteAt - startedAt)} ms after sending`;
   return new Promise((resolve) => {
     let settled = false;
     const finish = (outcome: Outcome): void => {
@@ -96,7 +105,7 @@ export function sendSoakRequest(kind: RequestKind, mix: RequestMix, options: Soa
       resolve(outcome);
     };
     const timer = setTimeout(
-      () => finish({ type: "hung", detail: `${kind}: no end after ${options.clientTimeoutMs} ms` }),
+      () => finish({ type: "hung", detail: `${kind}: no end after ${options.clientTimeoutMs} ms; ${describe()}` }),
       options.clientTimeoutMs,
     );
     const req = request(
@@ -104,9 +113,15 @@ export function sendSoakRequest(kind: RequestKind, mix: RequestMix, options: Soa
       {
         method: "POST",
         agent: false,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), "x-request-id": requestId },
       },
       (res) => {
+        seen.status = res.statusCode ?? 0;
+        seen.worker = String(res.headers["x-armature-worker"] ?? "");
+        res.on("data", (chunk: string | Buffer) => {
+          seen.bytes += chunk.length;
+          seen.lastByteAt = performance.now();
+        });
         const contentType = String(res.headers["content-type"] ?? "");
         if (res.statusCode === 200 && stream && contentType.startsWith("text/event-stream")) {
           readStream(res, kind, disconnectAfter, pauseMs, finish);
