@@ -222,6 +222,8 @@ async function streamResponse(
     }
     return undefined;
   } catch (error) {
+    // The client left (logged at info when it did): nothing failed here and no one is listening.
+    if (sse.closed) return undefined;
     const http = toHttpError(error);
     log.error({ err: error }, "stream failed after it started");
     await sse.send({ error: http.body.error });
