@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { connect } from "node:net";
 import { after, before, test } from "node:test";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 
@@ -46,5 +47,39 @@ test("after timeouts the server serves a short request, and its metrics count th
   const res = await post({ model: MODEL, prompt: "hi", max_tokens: 3 });
   assert.equal(res.status, 200);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
-  assert.match(metrics, /armature_frontend_requests_total\{model="armature-mocker",endpoint="completions",request_type="unary",status="error",error_type="timeout"\} 1/);
+  assert.match(
+    metrics,
+    /armature_frontend_requests_total\{model="armature-mocker",endpoint="completions",request_type="unary",status="error",error_type="timeout"\} 1/,
+  );
+});
+
+test("a client that stops reading is let go at the deadline: its connection is closed and nothing stays in flight", async () => {
+  // Regression: the deadline aborted the generation, but the response waited for ever for a drain.
+  const fast = await startServe(["--engine", "mocker", "--speedup-ratio", "1000", "--request-timeout", "1"]);
+  const socket = connect(Number(new URL(fast.url).port), "127.0.0.1");
+  try {
+    const body = JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: "go" }],
+      max_tokens: 20000,
+      ignore_eos: true,
+      stream: true,
+    });
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    socket.pause(); // never reads: the server's socket buffer fills
+    const inflight = async (): Promise<string> =>
+      /armature_frontend_inflight_requests\{model="armature-mocker"\} (\d+)/.exec(
+        await (await fetch(`${fast.url}/metrics`)).text(),
+      )?.[1] ?? "0";
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(await inflight(), "1", "the stream is in flight, stuck on the client");
+    const deadline = Date.now() + 15_000;
+    while ((await inflight()) !== "0" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    assert.equal(await inflight(), "0", "the request ended within the deadline and its grace");
+  } finally {
+    socket.destroy();
+    assert.equal(await fast.stop("SIGTERM"), 0, fast.output());
+  }
 });

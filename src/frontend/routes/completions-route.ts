@@ -29,6 +29,9 @@ export interface CompletionsRouteDeps {
 
 type Kind = "chat" | "text";
 
+/** How long a response past its deadline may take to send its error before the connection is closed. */
+const DEADLINE_GRACE_MS = 5000;
+
 /** `POST /v1/chat/completions` and `POST /v1/completions`: one flow, two formats. */
 export async function handleCompletions(
   kind: Kind,
@@ -53,6 +56,11 @@ export async function handleCompletions(
             new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
           );
           log.warn({ timeoutMs }, "request timed out; generation cancelled");
+          // A client that stopped reading leaves the response waiting for a drain that never
+          // comes: after a grace for the error to go out, the connection is closed.
+          setTimeout(() => {
+            if (!res.writableFinished) res.destroy();
+          }, DEADLINE_GRACE_MS).unref();
         }, timeoutMs);
   res.on("close", () => {
     clearTimeout(deadline);
