@@ -264,3 +264,38 @@ test("a malformed recovery answer fails that recovery cleanly and is counted", a
     await runtime.close();
   }
 });
+
+test("workers that leave give back their capacity: a fleet that restarts its workers does not grow the index", async () => {
+  // Regression: each worker that joined added its KV capacity for good, so every restart (a new id)
+  // grew the tables the index reserves; the chaos soak's router grew 12.6% in 10 minutes.
+  const runtime = createEmbeddedRuntime();
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+  const card = {
+    name: "m",
+    role: "aggregated",
+    engine: "mocker",
+    blockSize: 16,
+    totalKvBlocks: 1000,
+    maxBatchedTokens: 1,
+    maxSequences: 1,
+    contextLength: 16,
+    tokenizer: { kind: "bytes" },
+    eosTokenIds: [],
+    publishesKvEvents: true,
+  } as const;
+  try {
+    const stay = await runtime.discovery.register({ id: "w0", role: "aggregated", model: "m", card }, { ttlMs: 10_000 });
+    for (let i = 1; i <= 20; i++) {
+      const lease = await runtime.discovery.register({ id: `w${i}`, role: "aggregated", model: "m", card }, { ttlMs: 10_000 });
+      await new Promise((r) => setImmediate(r));
+      assert.equal(indexer.fleetCapacity, 2000, `while w${i} is up`);
+      await lease.revoke();
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(indexer.fleetCapacity, 1000);
+    await stay.revoke();
+  } finally {
+    indexer.close();
+    await runtime.close();
+  }
+});

@@ -95,8 +95,10 @@ export class KvIndexer {
           else this.apply(batch, runtime.clock.now());
         }),
         runtime.discovery.watch((event) => {
-          if (event.type === "instance-removed") this.removeWorker(event.instanceId);
-          else this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
+          if (event.type === "instance-removed") {
+            this.removeWorker(event.instanceId);
+            this.#reserveFor(event.instanceId, 0);
+          } else this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
         }),
       );
     }
@@ -227,8 +229,14 @@ export class KvIndexer {
    */
   #reserveFor(workerId: string, blocks: number): void {
     this.#capacity += blocks - (this.#capacities.get(workerId) ?? 0);
-    this.#capacities.set(workerId, blocks);
+    if (blocks > 0) this.#capacities.set(workerId, blocks);
+    else this.#capacities.delete(workerId);
     this.tree.reserve(Math.min(this.#capacity, 1 << 20));
+  }
+
+  /** KV blocks of the workers discovery lists now: what the index's tables are sized for. */
+  get fleetCapacity(): number {
+    return this.#capacity;
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {
