@@ -131,7 +131,10 @@ test("a body over --max-body-bytes → 413 naming the flag, declared or streamed
 
 test("a prompt that cannot fit is refused before the template renders it", async () => {
   // Regression: the whole body was templated and tokenized before the context-length check.
-  const { status, body } = await post("/v1/chat/completions", chat({ messages: [{ role: "user", content: "y".repeat(60_000) }] }));
+  const { status, body } = await post(
+    "/v1/chat/completions",
+    chat({ messages: [{ role: "user", content: "y".repeat(60_000) }] }),
+  );
   assert.equal(status, 400);
   assert.equal(body.error.code, "context_length_exceeded");
   assert.match(body.error.message, /the prompt has at least \d+ \(60000 bytes of text\)/);
