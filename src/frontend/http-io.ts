@@ -10,14 +10,24 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     );
   // A declared length over the limit is refused before a byte is read.
   if (Number(req.headers["content-length"] ?? 0) > limitBytes) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limitBytes) throw tooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const text = await new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Not `for await`: leaving it early destroys the request, and the client, still sending, would
+    // get a reset instead of the 413 (see `lingerThenClose`).
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        req.off("data", onData);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.once("error", reject);
+  });
   if (text.trim() === "") throw new ArmatureError("REQUEST_INVALID", "request body is empty; send a JSON object");
   try {
     return JSON.parse(text);
@@ -34,4 +44,17 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
     "content-length": Buffer.byteLength(payload),
   });
   res.end(payload);
+}
+
+/**
+ * After an early answer (413), reads and drops what the client still sends, for at most `maxMs`,
+ * then closes: closing at once would make the kernel reset the connection on the client's unread
+ * bytes, and the client would see a reset instead of the answer.
+ */
+export function lingerThenClose(req: IncomingMessage, maxMs = 5000): void {
+  const timer = setTimeout(() => req.socket?.destroy(), maxMs);
+  timer.unref();
+  req.once("end", () => clearTimeout(timer));
+  req.once("close", () => clearTimeout(timer));
+  req.resume();
 }

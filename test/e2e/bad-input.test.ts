@@ -6,6 +6,7 @@ import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { assertMatchesSchema } from "../helpers/openai-spec.js";
+import { rawRequest } from "../helpers/raw-http.js";
 
 // Every bad input gets an OpenAI error object with the right status, and the server keeps serving.
 let server: ServeProcess;
@@ -127,6 +128,24 @@ test("a body over --max-body-bytes → 413 naming the flag, declared or streamed
   } as RequestInit);
   assert.equal(streamed.status, 413);
   assert.equal(((await streamed.json()) as ErrorBody).error.code, "request_too_large");
+});
+
+test("a body far over the limit still gets its 413, not a reset, and the server reads no more than a few seconds of it", async () => {
+  // Regression: the server closed the connection while the body was still arriving, and the
+  // client's unread bytes made the kernel reset it before the 413 was read.
+  const body = JSON.stringify(chat({ messages: [{ role: "user", content: "x".repeat(4 * 1024 * 1024) }] }));
+  for (let i = 0; i < 5; i++) {
+    const outcome = await rawRequest(
+      server.url,
+      [
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`,
+        body,
+      ],
+      { timeoutMs: 10_000 },
+    );
+    assert.equal(outcome.kind, "response", `attempt ${i}: ${JSON.stringify(outcome).slice(0, 200)}`);
+    assert.equal(outcome.kind === "response" && outcome.status, 413);
+  }
 });
 
 test("a prompt that cannot fit is refused before the template renders it", async () => {

@@ -6,7 +6,7 @@ import type { RequestGrant } from "../access/index.js";
 import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
 import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
-import { readJsonBody, sendJson } from "../http-io.js";
+import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
@@ -133,8 +133,8 @@ export async function handleCompletions(
       errorType: http.errorType,
     });
     if (!res.headersSent && !res.destroyed) {
-      // An oversized body is left unread: the connection cannot be reused.
-      sendJson(res, http.status, http.body, http.status === 413 ? { ...baseHeaders, connection: "close" } : baseHeaders);
+      sendJson(res, http.status, http.body, baseHeaders);
+      if (http.status === 413) lingerThenClose(req);
     } else if (stream && !res.writableEnded && !res.destroyed) {
       res.end(`data: ${JSON.stringify({ error: http.body.error })}\n\ndata: [DONE]\n\n`);
     }
