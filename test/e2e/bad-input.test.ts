@@ -167,6 +167,15 @@ test("stop strings over 4 or over 512 characters → 400 naming stop", async () 
   }
 });
 
+test("tools, or a field no route knows → 400 naming it (docs/api.md)", async () => {
+  const tools = await post("/v1/chat/completions", chat({ tools: [{ type: "function", function: { name: "f" } }] }));
+  assert.equal(tools.status, 400);
+  assert.deepEqual([tools.body.error.param, tools.body.error.code], ["tools", "unsupported_parameter"]);
+  const unknown = await post("/v1/completions", { model: MODEL, prompt: "hi", min_tokens: 3 });
+  assert.equal(unknown.status, 400);
+  assert.equal(unknown.body.error.message, "Unrecognized request argument supplied: min_tokens");
+});
+
 test("n > 1 → 400 unsupported", async () => {
   const { status, body } = await post("/v1/chat/completions", chat({ n: 2 }));
   assert.equal(status, 400);

@@ -1,5 +1,7 @@
+import { ArmatureError } from "../../protocol/index.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, invalid } from "./field-checks.js";
+import { chatFields, refuseUnservedFields } from "./request-fields.js";
 
 export interface ChatMessage {
   readonly role: string;
@@ -16,6 +18,7 @@ const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 /** Validates a `POST /v1/chat/completions` body. */
 export function parseChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw, "body");
+  refuseUnservedFields(body, chatFields);
   const messages = body.messages;
   if (!Array.isArray(messages)) throw invalid("messages", "'messages' is required and must be an array");
   if (messages.length === 0) throw invalid("messages", "'messages' must hold at least one message");
@@ -28,6 +31,14 @@ function parseMessage(value: unknown, index: number): ChatMessage {
   const message = asObject(value, param);
   if (typeof message.role !== "string" || !ROLES.has(message.role)) {
     throw invalid(`${param}.role`, `'${param}.role' must be one of ${[...ROLES].join(", ")}`);
+  }
+  // The template gets a message's role and content; anything else it would lose is refused by name.
+  for (const [key, field] of Object.entries(message)) {
+    if (key === "role" || key === "content" || field === null || field === undefined) continue;
+    if (Array.isArray(field) && field.length === 0) continue;
+    throw new ArmatureError("NOT_SUPPORTED", `'${param}.${key}' is not supported by this server yet; leave it out`, {
+      param: `${param}.${key}`,
+    });
   }
   return { role: message.role, content: parseContent(message.content, `${param}.content`, message.role) };
 }

@@ -1,5 +1,6 @@
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, invalid } from "./field-checks.js";
+import { completionFields, refuseUnservedFields } from "./request-fields.js";
 
 /** A legacy completion prompt: text to tokenize, or token ids used exactly as given. */
 export type CompletionPrompt = { readonly text: string } | { readonly tokenIds: readonly number[] };
@@ -13,8 +14,8 @@ export interface CompletionRequest extends CommonParams {
 /** Validates a `POST /v1/completions` body. */
 export function parseCompletionRequest(raw: unknown): CompletionRequest {
   const body = asObject(raw, "body");
+  refuseUnservedFields(body, completionFields);
   const common = parseCommonParams(body, ["max_tokens"]);
-  if (body.echo === true) throw invalid("echo", "'echo' is not supported");
   return { kind: "text", ...common, prompt: parsePrompt(body.prompt), echo: false };
 }
 

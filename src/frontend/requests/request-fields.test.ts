@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { isArmatureError } from "../../protocol/index.js";
+import { parseChatRequest } from "./chat-request.js";
+import { parseCompletionRequest } from "./completion-request.js";
+import { chatFields, completionFields, type FieldRule } from "./request-fields.js";
+
+const spec = JSON.parse(
+  readFileSync(new URL("../../../test/fixtures/openai/openai-inference-subset.openapi.json", import.meta.url), "utf8"),
+);
+const docs = readFileSync(new URL("../../../docs/api.md", import.meta.url), "utf8");
+
+/** Every property a request schema of the OpenAI spec declares, through $ref and allOf/anyOf/oneOf. */
+function specFields(name: string): string[] {
+  const seen = new Set<string>();
+  const walk = (schema: Record<string, unknown> | undefined): void => {
+    if (!schema) return;
+    if (typeof schema.$ref === "string") {
+      walk(spec.components.schemas[schema.$ref.split("/").pop() as string]);
+      return;
+    }
+    for (const key of ["allOf", "anyOf", "oneOf"])
+      for (const part of (schema[key] as Record<string, unknown>[]) ?? []) walk(part);
+    for (const field of Object.keys((schema.properties as object) ?? {})) seen.add(field);
+  };
+  walk(spec.components.schemas[name]);
+  return [...seen];
+}
+
+/** The rows of the docs/api.md table under `heading`: field → status. */
+function documented(heading: string): Map<string, string> {
+  const section = docs.split(heading)[1]?.split("\n## ")[0] ?? "";
+  return new Map([...section.matchAll(/^\| `([a-z_]+)` \| (\w+) \|/gm)].map((m) => [m[1] as string, m[2] as string]));
+}
+
+const routes = [
+  {
+    name: "chat",
+    fields: chatFields,
+    schema: "CreateChatCompletionRequest",
+    heading: "## `POST /v1/chat/completions`",
+    base: { model: "m", messages: [{ role: "user", content: "hi" }] },
+    parse: parseChatRequest,
+  },
+  {
+    name: "completions",
+    fields: completionFields,
+    schema: "CreateCompletionRequest",
+    heading: "## `POST /v1/completions`",
+    base: { model: "m", prompt: "hi" },
+    parse: parseCompletionRequest,
+  },
+] as const;
+
+for (const route of routes) {
+  test(`${route.name}: every field of OpenAI's ${route.schema} has a rule`, () => {
+    const missing = specFields(route.schema).filter((f) => !Object.hasOwn(route.fields, f));
+    assert.deepEqual(missing, []);
+  });
+
+  test(`${route.name}: docs/api.md says what the code does, field by field`, () => {
+    const rows = documented(route.heading);
+    const code = new Map(Object.entries(route.fields as Record<string, FieldRule>).map(([f, r]) => [f, r.status as string]));
+    assert.deepEqual(new Map([...rows].sort()), new Map([...code].sort()));
+  });
+
+  test(`${route.name}: each refused field is refused by name, and its no-op value is taken`, () => {
+    for (const [field, rule] of Object.entries(route.fields as Record<string, FieldRule>)) {
+      if (rule.status !== "refused") continue;
+      const asking = [true, 5, "x", [{ type: "function" }], { a: 1 }].find((v) => !rule.noOp(v));
+      assert.throws(
+        () => route.parse({ ...route.base, [field]: asking }),
+        (e: unknown) => isArmatureError(e) && e.code === "NOT_SUPPORTED" && e.param === field,
+        field,
+      );
+      const noOp = [null, false, 0, 1, [], {}, "", "none", "auto", ["text"]].find((v) => rule.noOp(v));
+      assert.doesNotThrow(() => route.parse({ ...route.base, [field]: noOp }), `${field}: ${JSON.stringify(noOp)}`);
+    }
+  });
+
+  test(`${route.name}: a field in no table is refused as OpenAI refuses it`, () => {
+    // Regression: min_tokens (and any unknown field) was silently ignored.
+    for (const field of ["min_tokens", "temprature", "__proto__x"]) {
+      assert.throws(
+        () => route.parse({ ...route.base, [field]: 1 }),
+        (e: unknown) =>
+          isArmatureError(e) &&
+          e.code === "REQUEST_INVALID" &&
+          e.param === field &&
+          e.message === `Unrecognized request argument supplied: ${field}`,
+      );
+    }
+  });
+}
+
+test("a chat message's fields the template would lose are refused by name", () => {
+  // Regression: tool_call_id and an assistant's tool_calls were dropped from the conversation.
+  const messages = [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
+  ];
+  assert.throws(
+    () => parseChatRequest({ model: "m", messages }),
+    (e: unknown) => isArmatureError(e) && e.param === "messages[1].tool_calls",
+  );
+  assert.doesNotThrow(() =>
+    parseChatRequest({ model: "m", messages: [{ role: "user", content: "hi", name: null, tool_calls: [] }] }),
+  );
+});

@@ -1,0 +1,105 @@
+import { ArmatureError } from "../../protocol/index.js";
+import type { Body } from "./field-checks.js";
+
+/**
+ * What a route does with each field a client may send: **honoured** (it changes what is served),
+ * **accepted** (it has no effect on the output by its definition: a caller's label, a hint), or
+ * **refused** unless it carries the value that asks for nothing (`tools: []`, `logprobs: false`).
+ * Fields in no table are refused as OpenAI refuses them. docs/api.md is this table in prose; a test
+ * walks both.
+ */
+export type FieldRule =
+  | { readonly status: "honoured" }
+  | { readonly status: "accepted"; readonly why: string }
+  | { readonly status: "refused"; readonly noOp: (value: unknown) => boolean; readonly noOpText: string };
+
+const honoured: FieldRule = { status: "honoured" };
+const accepted = (why: string): FieldRule => ({ status: "accepted", why });
+const refusedUnless = (noOpText: string, noOp: (value: unknown) => boolean): FieldRule => ({ status: "refused", noOp, noOpText });
+
+const absent = (v: unknown): boolean => v === undefined || v === null;
+const isFalse = (v: unknown): boolean => absent(v) || v === false;
+const emptyList = (v: unknown): boolean => absent(v) || (Array.isArray(v) && v.length === 0);
+const emptyObject = (v: unknown): boolean =>
+  absent(v) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
+
+/** Fields of both completion routes: armature's sampling extensions (vLLM's names) and Dynamo's `nvext`. */
+const shared: Record<string, FieldRule> = {
+  model: honoured,
+  stream: honoured,
+  stream_options: honoured,
+  temperature: honoured,
+  top_p: honoured,
+  frequency_penalty: honoured,
+  presence_penalty: honoured,
+  seed: honoured,
+  stop: honoured,
+  n: honoured,
+  max_tokens: honoured,
+  top_k: honoured,
+  min_p: honoured,
+  repetition_penalty: honoured,
+  ignore_eos: honoured,
+  nvext: honoured,
+  user: accepted("a caller's label for abuse monitoring; it does not change the output"),
+  logit_bias: refusedUnless("{}", emptyObject),
+};
+
+/** `POST /v1/chat/completions`, every field of OpenAI's CreateChatCompletionRequest and our extensions. */
+export const chatFields: Readonly<Record<string, FieldRule>> = {
+  ...shared,
+  messages: honoured,
+  max_completion_tokens: honoured,
+  response_format: honoured,
+  metadata: accepted("tags for stored completions; nothing is stored, and it does not change the output"),
+  safety_identifier: accepted("a caller's label for abuse monitoring; it does not change the output"),
+  prompt_cache_key: accepted("a caching hint; every prompt's prefix is cached and routed to by the KV router anyway"),
+  prompt_cache_retention: accepted("a caching hint; the workers' caches keep prefixes as their capacity allows"),
+  prompt_cache_options: accepted("a caching hint; the workers' caches keep prefixes as their capacity allows"),
+  service_tier: refusedUnless('"auto" or "default"', (v) => absent(v) || v === "auto" || v === "default"),
+  store: refusedUnless("false", isFalse),
+  logprobs: refusedUnless("false", isFalse),
+  top_logprobs: refusedUnless("0", (v) => absent(v) || v === 0),
+  tools: refusedUnless("[]", emptyList),
+  tool_choice: refusedUnless('"none"', (v) => absent(v) || v === "none"),
+  parallel_tool_calls: accepted("only shapes tool calls, which no request can ask for yet (tools are refused)"),
+  functions: refusedUnless("[]", emptyList),
+  function_call: refusedUnless('"none"', (v) => absent(v) || v === "none"),
+  modalities: refusedUnless('["text"]', (v) => absent(v) || (Array.isArray(v) && v.every((m) => m === "text"))),
+  audio: refusedUnless("null", absent),
+  prediction: refusedUnless("null", absent),
+  reasoning_effort: refusedUnless("null", absent),
+  verbosity: refusedUnless("null", absent),
+  web_search_options: refusedUnless("null", absent),
+  moderation: refusedUnless("null", absent),
+};
+
+/** `POST /v1/completions`, every field of OpenAI's CreateCompletionRequest and our extensions. */
+export const completionFields: Readonly<Record<string, FieldRule>> = {
+  ...shared,
+  prompt: honoured,
+  echo: refusedUnless("false", isFalse),
+  best_of: refusedUnless("1", (v) => absent(v) || v === 1),
+  logprobs: refusedUnless("null", absent),
+  suffix: refusedUnless('null or ""', (v) => absent(v) || v === ""),
+};
+
+/**
+ * Refuses, naming it, the first field `body` has that the route does not serve: an unknown one
+ * (OpenAI's "Unrecognized request argument supplied"), or a known one asking for what is not built.
+ */
+export function refuseUnservedFields(body: Body, fields: Readonly<Record<string, FieldRule>>): void {
+  for (const [name, value] of Object.entries(body)) {
+    const rule = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    if (!rule) {
+      throw new ArmatureError("REQUEST_INVALID", `Unrecognized request argument supplied: ${name}`, { param: name });
+    }
+    if (rule.status === "refused" && !rule.noOp(value)) {
+      throw new ArmatureError(
+        "NOT_SUPPORTED",
+        `'${name}' is not supported by this server yet; leave it out or send ${rule.noOpText} (docs/api.md lists every field)`,
+        { param: name },
+      );
+    }
+  }
+}
