@@ -123,3 +123,47 @@ test("a worker that leaves discovery stops receiving requests", async () => {
   await w2.close(100);
   await runtime.close();
 });
+
+test("a malformed response from a worker fails the call retryably, is counted, and cancels the worker's stream", async () => {
+  const runtime = createEmbeddedRuntime();
+  const real = await WorkerHost.create({ runtime, id: "w1", engine: new MockerEngine(), modelName: "m", logger: silentLogger });
+  await real.close(0);
+  // A worker that registers like a real one but answers with garbage after one good token.
+  let cancelled = false;
+  await runtime.requests.serve("bad", async function* () {
+    try {
+      yield { type: "token-delta", tokenIds: [1] };
+      yield { type: "token-delta", tokenIds: "not a list" };
+      yield { type: "token-delta", tokenIds: [2] };
+    } finally {
+      cancelled = true;
+    }
+  });
+  const badCard: ModelCard = { ...real.card, name: "m", role: "aggregated" };
+  await runtime.discovery.register({ id: "bad", role: "aggregated", model: "m", card: badCard }, { ttlMs: 10_000 });
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger });
+  await new Promise((r) => setImmediate(r));
+  const request: GenerateRequest = {
+    type: "generate-request",
+    requestId: "r",
+    model: "m",
+    tokenIds: [1, 2, 3],
+    sampling: { temperature: 0 },
+    maxTokens: 3,
+  };
+  const call = await router.route(request, { signal: new AbortController().signal });
+  const seen: unknown[] = [];
+  await assert.rejects(
+    async () => {
+      for await (const item of call.stream) seen.push(item);
+    },
+    (e: unknown) =>
+      (e as { code?: string; retryable?: boolean }).code === "ENGINE_FAILED" && (e as { retryable: boolean }).retryable,
+  );
+  assert.deepEqual(seen, [{ type: "token-delta", tokenIds: [1] }]);
+  assert.equal(runtime.invalidMessages.counts.get("generate-response"), 1);
+  assert.equal(cancelled, true, "the worker's stream was closed");
+  assert.equal(router.workers.get("bad")?.inflight, 0, "the call was released");
+  router.close();
+  await runtime.close();
+});

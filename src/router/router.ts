@@ -7,7 +7,7 @@ import {
   type RequestEnd,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { InvalidMessages, Runtime } from "../runtime/index.js";
+import type { Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
 import type { RoutingPolicy } from "./policy.js";
@@ -241,7 +241,12 @@ export class Router {
     return {
       workerId,
       overlapBlocks,
-      stream: tracked(checked(source, this.#runtime.invalidMessages, workerId), release, firstToken),
+      stream: tracked(source, release, firstToken, (item) => {
+        const response = this.#runtime.invalidMessages.accept("generate-response", generateResponseSchema, item, workerId);
+        if (!response)
+          throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
+        return response;
+      }),
     };
   }
 
@@ -286,28 +291,15 @@ async function* tapEnd(
 }
 
 /**
- * A worker's responses, each checked before use: a malformed one fails the call with a retryable
- * error (so the request can move to another worker) and is counted.
+ * Wraps a worker's stream: each item is checked (`check` throws on a malformed one, and the call is
+ * then cancelled), `release` runs exactly once when it ends, fails or is abandoned, and
+ * `firstToken` on its first token.
  */
-async function* checked(
-  source: AsyncIterable<unknown>,
-  invalid: InvalidMessages,
-  workerId: string,
-): AsyncGenerator<GenerateResponse> {
-  for await (const item of source) {
-    const response = invalid.accept("generate-response", generateResponseSchema, item, workerId);
-    if (!response) {
-      throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
-    }
-    yield response;
-  }
-}
-
-/** Wraps a stream so `release` runs exactly once when it ends, fails or is abandoned, and `firstToken` on its first token. */
 function tracked(
-  source: AsyncIterable<GenerateResponse>,
+  source: AsyncIterable<unknown>,
   release: () => void,
   firstToken: () => void,
+  check: (item: unknown) => GenerateResponse,
 ): AsyncIterable<GenerateResponse> {
   let released = false;
   let sawToken = false;
@@ -322,18 +314,30 @@ function tracked(
       const inner = source[Symbol.asyncIterator]();
       return {
         async next() {
+          let result: IteratorResult<unknown>;
           try {
-            const result = await inner.next();
-            if (result.done) releaseOnce();
-            else if (!sawToken && result.value.type === "token-delta") {
-              sawToken = true;
-              firstToken();
-            }
-            return result;
+            result = await inner.next();
           } catch (error) {
             releaseOnce();
             throw error;
           }
+          if (result.done) {
+            releaseOnce();
+            return { done: true, value: undefined };
+          }
+          let response: GenerateResponse;
+          try {
+            response = check(result.value);
+          } catch (error) {
+            releaseOnce();
+            await inner.return?.();
+            throw error;
+          }
+          if (!sawToken && response.type === "token-delta") {
+            sawToken = true;
+            firstToken();
+          }
+          return { done: false, value: response };
         },
         async return(value?: unknown) {
           releaseOnce();
