@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -107,9 +107,8 @@ test("a corrupted disk block ends the prefix there: counted, removed, no error",
   assert.equal((await readdir(folder)).length, 4);
   // Overwrite block 2's payload (the header stays, so the scan would take it): the checksum fails.
   const path = join(folder, `${hex(hashes.sequence[2] as bigint)}.kvb`);
-  const { readFile } = await import("node:fs/promises");
   const bytes = await readFile(path);
-  bytes[bytes.length - 1] ^= 0xff;
+  bytes.writeUInt8((bytes.at(-1) ?? 0) ^ 0xff, bytes.length - 1);
   await writeFile(path, bytes);
   const meter = new PrometheusMeter();
   const reopened = await open({ diskDirectory: directory }, meter);
@@ -125,7 +124,6 @@ test("a truncated block file is dropped at the restart scan; a missing one is a 
   await serve(manager);
   const folder = join(directory, hex(LAYOUT));
   const name = (i: number) => join(folder, `${hex(hashes.sequence[i] as bigint)}.kvb`);
-  const { truncate, rm } = await import("node:fs/promises");
   await truncate(name(3), 70);
   const reopened = await open({ diskDirectory: directory });
   await rm(name(1));

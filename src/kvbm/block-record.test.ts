@@ -28,7 +28,7 @@ test("a record decodes to what was encoded, with its header at fixed offsets", (
 
 test("a flipped payload byte, a truncation, another block or another layout are refused as corrupted", () => {
   const flipped = encodeBlockRecord(record);
-  flipped[BLOCK_RECORD_HEADER_BYTES + 3] ^= 0x01;
+  flipped.writeUInt8((flipped.at(BLOCK_RECORD_HEADER_BYTES + 3) ?? 0) ^ 0x01, BLOCK_RECORD_HEADER_BYTES + 3);
   const cases: Array<[Buffer, { hash: bigint; layout: bigint }, RegExp]> = [
     [flipped, expected, /checksum/],
     [encodeBlockRecord(record).subarray(0, BLOCK_RECORD_HEADER_BYTES + 5), expected, /header says/],
