@@ -4,6 +4,15 @@ export { type BlockRecord, decodeBlockRecord, encodeBlockRecord } from "./block-
 export { kvLayoutFingerprint } from "./kv-layout.js";
 export { KvbmMetrics } from "./kvbm-metrics.js";
 export { DEFAULT_DISK_BYTES, type KvbmSettings, openKvBlockManager, wantsKvbm, workerDiskDirectory } from "./kvbm-settings.js";
+export {
+  assembleState,
+  cutBlocks,
+  type LayerShape,
+  parseSequenceState,
+  type SequenceStateLayout,
+  type StateShape,
+  stateTokens,
+} from "./sequence-state.js";
 export { DiskTier } from "./tiers/disk-tier.js";
 export { HostTier } from "./tiers/host-tier.js";
 export type { KvTier, TierName } from "./tiers/kv-tier.js";

@@ -6,6 +6,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { wantsKvbm } from "../../kvbm/index.js";
 import {
   ArmatureError,
   type FinishReason,
@@ -18,6 +19,7 @@ import type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, Prefi
 import { GrammarCache } from "./grammar-cache.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
+import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
@@ -36,6 +38,8 @@ export interface LlamaCppEngineOptions {
   readonly blockSize?: number;
   /** Compiled response-format grammars kept (least recently used dropped first). Default 64. */
   readonly grammarCacheSize?: number;
+  /** KV tiers below the device (host, disk, object store); none asked: no block manager. */
+  readonly kvbm?: KvbmConnectorOptions | undefined;
 }
 
 /**
@@ -52,6 +56,10 @@ export class LlamaCppEngine implements Engine {
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
   readonly #grammars: GrammarCache;
   readonly #inflight = new Set<AbortController>();
+  /** KV events of the start (disk blocks found again), kept for the first listener. */
+  #unheard: KvEvent[] | undefined = [];
+  #starting = true;
+  #kvbm: KvbmConnector | undefined;
   #closed = false;
 
   private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo, grammarCacheSize: number) {
@@ -103,7 +111,24 @@ export class LlamaCppEngine implements Engine {
       publishesKvEvents: true,
       kvBytesPerToken: kvBytesPerToken(metadata),
     };
-    return new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
+    const engine = new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
+    if (options.kvbm && wantsKvbm(options.kvbm.settings)) {
+      try {
+        engine.#kvbm = await KvbmConnector.open({
+          ...options.kvbm,
+          modelPath: options.modelPath,
+          probe: (engine.#slots.all[0] as SequenceSlot).sequence,
+          probeToken: model.tokens.bos ?? 0,
+          blockSize,
+          emit: (events) => engine.#emit(events),
+        });
+      } catch (error) {
+        await engine.close();
+        throw error;
+      }
+    }
+    engine.#starting = false;
+    return engine;
   }
 
   /** The loaded model (benchmarks compare against it directly). */
@@ -112,12 +137,20 @@ export class LlamaCppEngine implements Engine {
   }
 
   dumpKvEvents(): KvEvent[] {
-    return this.#tracker.dump();
+    return [...this.#tracker.dump(), ...(this.#kvbm?.manager.dump() ?? [])];
   }
 
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
     this.#listeners.add(listener);
+    const unheard = this.#unheard;
+    this.#unheard = undefined;
+    if (unheard && unheard.length > 0) listener(unheard);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** The KV block manager, when tiers were asked for (tests and benchmarks read its state). */
+  get kvbm(): KvbmConnector | undefined {
+    return this.#kvbm;
   }
 
   load(): EngineLoad {
@@ -140,7 +173,11 @@ export class LlamaCppEngine implements Engine {
     let last: GenerateResponse = end("cancelled", tokens.length, 0, 0);
     const held = await this.#hold(tokens, options.signal);
     try {
-      if (held.slot) last = yield* this.#run(held.slot, request, grammar, held.signal, options.importedKv);
+      if (held.slot) {
+        last = yield* this.#run(held.slot, request, grammar, held.signal, options.importedKv);
+        // Write-through: what the request left on the device goes down the tiers before the sequence is reused.
+        await this.#kvbm?.offload(held.slot.sequence);
+      }
     } finally {
       held.release();
     }
@@ -163,7 +200,7 @@ export class LlamaCppEngine implements Engine {
       const slot = held.slot;
       if (!slot) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
       const sequence = slot.sequence;
-      const reused = await this.#reusePrefix(slot, tokens);
+      const { reused, lowerTierTokens } = await this.#admit(slot, tokens);
       const evaluation = sequence.evaluate(tokens.slice(reused) as Token[], {
         ...toEvaluateOptions(request.sampling, [], undefined),
         yieldEogToken: request.ignoreEos === true,
@@ -172,12 +209,15 @@ export class LlamaCppEngine implements Engine {
       // Ends the evaluation before the sampled token is evaluated: the state holds the prompt only.
       await evaluation.return(undefined);
       this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
-      if (first.done) return { firstToken: undefined, cachedTokens: reused, kv: undefined };
+      await this.#kvbm?.offload(sequence);
+      const host = lowerTierTokens > 0 ? { hostCachedTokens: lowerTierTokens } : {};
+      if (first.done) return { firstToken: undefined, cachedTokens: reused, kv: undefined, ...host };
       held.signal.throwIfAborted();
       const { fileSize } = await sequence.saveStateToFile(options.exportPath);
       return {
         firstToken: first.value,
         cachedTokens: reused,
+        ...host,
         kv: { format: "llamacpp-sequence-state", path: options.exportPath, bytes: fileSize },
       };
     } finally {
@@ -225,16 +265,26 @@ export class LlamaCppEngine implements Engine {
     return { slot, signal: controller.signal, release };
   }
 
-  /** Keeps the sequence's cached tokens shared with the prompt (at least one prompt token is left to evaluate). */
-  async #reusePrefix(slot: SequenceSlot, tokens: readonly number[]): Promise<number> {
+  /**
+   * Starts the sequence from the longest cached prefix of the prompt: the one it holds on the
+   * device or a longer one the block manager loads from its tiers (`lowerTierTokens` of them).
+   * At least one prompt token is left to evaluate: the next token's logits come from it.
+   */
+  async #admit(slot: SequenceSlot, tokens: readonly number[]): Promise<{ reused: number; lowerTierTokens: number }> {
     const sequence = slot.sequence;
-    // Keep at least one prompt token to evaluate: the next token's logits come from it.
-    const reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
-    if (sequence.nextTokenIndex > reused) {
+    let reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
+    let lowerTierTokens = 0;
+    const onboarded = await this.#kvbm?.onboard(sequence, tokens, reused);
+    if (onboarded) {
+      reused = onboarded.tokens;
+      lowerTierTokens = onboarded.tokens;
+    } else if (sequence.nextTokenIndex > reused) {
+      // A failed onboarding leaves the sequence empty: keep only what it still shares with the prompt.
+      reused = Math.min(reused, sharedPrefixLength(sequence.contextTokens, tokens));
       await sequence.eraseContextTokenRanges([{ start: reused, end: sequence.nextTokenIndex }]);
     }
     this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
-    return reused;
+    return { reused, lowerTierTokens };
   }
 
   /** Loads a prefill worker's state into the sequence; it must hold exactly the prompt. */
@@ -268,11 +318,12 @@ export class LlamaCppEngine implements Engine {
     const tokens = request.tokenIds;
     const sequence = slot.sequence;
     let reused: number;
+    let lowerTierTokens = 0;
     if (imported?.format === "llamacpp-sequence-state") {
       await this.#importState(slot, tokens, imported.path);
       reused = tokens.length;
     } else {
-      reused = await this.#reusePrefix(slot, tokens);
+      ({ reused, lowerTierTokens } = await this.#admit(slot, tokens));
     }
     const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
     const generated: number[] = [];
@@ -289,7 +340,7 @@ export class LlamaCppEngine implements Engine {
       generated.push(imported.firstToken);
       yielded = 1;
       yield { type: "token-delta", tokenIds: [imported.firstToken] };
-      if (yielded >= budget) return end("length", tokens.length, yielded, reused);
+      if (yielded >= budget) return end("length", tokens.length, yielded, reused, lowerTierTokens);
       input = [imported.firstToken];
     }
     const pump = new TokenPump(sequence.evaluate(input as Token[], evaluateOptions), {
@@ -320,7 +371,7 @@ export class LlamaCppEngine implements Engine {
       await pump.stop();
     }
     if (generated.length === 0) this.#emit(this.#tracker.update(slot.index, tokens));
-    return end(finish, tokens.length, yielded, reused);
+    return end(finish, tokens.length, yielded, reused, lowerTierTokens);
   }
 
   async close(): Promise<void> {
@@ -328,6 +379,7 @@ export class LlamaCppEngine implements Engine {
     this.#closed = true;
     this.#slots.close();
     for (const controller of this.#inflight) controller.abort(new ArmatureError("ENGINE_CLOSED", "engine closed"));
+    await this.#kvbm?.close();
     await this.#context.dispose();
     await this.#model.dispose();
   }
@@ -343,12 +395,24 @@ export class LlamaCppEngine implements Engine {
 
   #emit(events: readonly KvEvent[]): void {
     if (events.length === 0) return;
+    if (this.#starting && this.#unheard) {
+      this.#unheard.push(...events);
+      return;
+    }
     for (const listener of this.#listeners) listener(events);
   }
 }
 
-function end(finishReason: FinishReason, promptTokens: number, completionTokens: number, cachedTokens: number): GenerateResponse {
-  return { type: "request-end", finishReason, promptTokens, completionTokens, cachedTokens };
+function end(
+  finishReason: FinishReason,
+  promptTokens: number,
+  completionTokens: number,
+  cachedTokens: number,
+  lowerTierTokens = 0,
+): GenerateResponse {
+  // Tokens loaded back from the tiers below the device are reported as host-cached tokens.
+  const host = lowerTierTokens > 0 ? { hostCachedTokens: lowerTierTokens } : {};
+  return { type: "request-end", finishReason, promptTokens, completionTokens, cachedTokens, ...host };
 }
 
 function tokenText(tokens: unknown, id: Token | null): string | undefined {

@@ -1,0 +1,176 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import {
+  assembleState,
+  cutBlocks,
+  type KvBlockManager,
+  type KvbmSettings,
+  kvLayoutFingerprint,
+  openKvBlockManager,
+  parseSequenceState,
+  type StateShape,
+  type TierName,
+} from "../../kvbm/index.js";
+import type { Logger, MetricMeter } from "../../observability/index.js";
+import { hashBlocks, type KvEvent } from "../../protocol/index.js";
+
+/** What the engine needs to open its block manager. */
+export interface KvbmConnectorOptions {
+  readonly settings: KvbmSettings;
+  /** The `model` label of the KVBM metrics. */
+  readonly modelName: string;
+  /** The `worker` label of per-tier gauges. */
+  readonly workerLabel: string;
+  readonly meter: MetricMeter;
+  readonly logger: Logger;
+}
+
+/** A prompt prefix loaded from the tiers into a sequence. */
+export interface OnboardedTokens {
+  readonly tokens: number;
+  readonly byTier: Readonly<Record<TierName, number>>;
+}
+
+/**
+ * Connects llama.cpp sequences to the KV block manager (Dynamo's KVBM connector). llama.cpp gives
+ * no access to single KV blocks, but a saved sequence state is its documented layout: blocks are
+ * cut out of a saved state to offload them, and a state for a stored prefix is assembled from
+ * blocks and loaded (docs/decisions/0010). State files pass through a private folder in memory
+ * (/dev/shm) where there is one.
+ */
+export class KvbmConnector {
+  readonly manager: KvBlockManager;
+  readonly #shape: StateShape;
+  readonly #folder: string;
+  readonly #logger: Logger;
+  #files = 0;
+
+  private constructor(manager: KvBlockManager, shape: StateShape, folder: string, logger: Logger) {
+    this.manager = manager;
+    this.#shape = shape;
+    this.#folder = folder;
+    this.#logger = logger;
+  }
+
+  /**
+   * Learns the KV layout by saving a one-token state from `probe` (left empty afterwards), then
+   * opens the tiers. Errors name the flag at fault (an unwritable `--kv-disk-dir`, say).
+   */
+  static async open(
+    options: KvbmConnectorOptions & {
+      readonly modelPath: string;
+      readonly probe: LlamaContextSequence;
+      readonly probeToken: number;
+      readonly blockSize: number;
+      readonly emit: (events: KvEvent[]) => void;
+    },
+  ): Promise<KvbmConnector> {
+    const folder = await mkdtemp(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "armature-kvbm-"));
+    try {
+      const { probe } = options;
+      await probe.evaluateWithoutGeneratingNewTokens([options.probeToken as Token]);
+      const path = join(folder, "probe.state");
+      await probe.saveStateToFile(path);
+      await probe.eraseContextTokenRanges([{ start: 0, end: probe.nextTokenIndex }]);
+      const shape = parseSequenceState(await readFile(path)).shape;
+      await rm(path);
+      const layout = await kvLayoutFingerprint(options.modelPath, shape.shapeKey);
+      const manager = await openKvBlockManager(options.settings, {
+        blockSize: options.blockSize,
+        layout,
+        modelName: options.modelName,
+        workerLabel: options.workerLabel,
+        meter: options.meter,
+        logger: options.logger,
+        emit: options.emit,
+      });
+      return new KvbmConnector(manager, shape, folder, options.logger.child({ component: "kvbm" }));
+    } catch (error) {
+      await rm(folder, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /**
+   * Loads the longest stored prefix of `tokens` into `sequence` when it is longer than
+   * `deviceTokens` (what the sequence already holds of the prompt); at least one prompt token is
+   * left to evaluate. Undefined when the device prefix is as good, or when the load fails (the
+   * sequence is then empty and the prompt is recomputed).
+   */
+  async onboard(
+    sequence: LlamaContextSequence,
+    tokens: readonly number[],
+    deviceTokens: number,
+  ): Promise<OnboardedTokens | undefined> {
+    const blockSize = this.manager.blockSize;
+    const hashes = hashBlocks(tokens, blockSize);
+    this.manager.noteUse(hashes.sequence);
+    const prefix = await this.manager.onboard(hashes, Math.floor((tokens.length - 1) / blockSize), deviceTokens);
+    if (!prefix) return undefined;
+    const count = prefix.records.length * blockSize;
+    const path = this.#file();
+    try {
+      await writeFile(
+        path,
+        assembleState(
+          this.#shape,
+          tokens.slice(0, count),
+          prefix.records.map((r) => r.payload),
+        ),
+      );
+      if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+      await sequence.loadStateFromFile(path, { acceptRisk: true });
+      return { tokens: count, byTier: prefix.byTier };
+    } catch (error) {
+      this.#logger.warn({ err: (error as Error).message }, "a stored KV prefix could not be loaded; it is recomputed");
+      if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+      return undefined;
+    } finally {
+      await rm(path, { force: true });
+    }
+  }
+
+  /**
+   * Copies the complete blocks the sequence holds and some tier lacks down the tiers: the bytes
+   * of blocks only the device has are cut from a saved state (one save per call, none when every
+   * tier has them already). Failures are logged; the sequence is untouched.
+   */
+  async offload(sequence: LlamaContextSequence): Promise<void> {
+    const hashes = hashBlocks(sequence.contextTokens, this.manager.blockSize);
+    const plan = this.manager.plan(hashes);
+    if (plan.needed.length === 0) return;
+    let cut: Buffer[] = [];
+    if (plan.toCut.length > 0) {
+      const path = this.#file();
+      try {
+        await sequence.saveStateToFile(path);
+        const bytes = await readFile(path);
+        const first = plan.toCut[0] as number;
+        const last = plan.toCut.at(-1) as number;
+        const range = cutBlocks(bytes, parseSequenceState(bytes), this.manager.blockSize, first, last + 1);
+        cut = plan.toCut.map((index) => range[index - first] as Buffer);
+      } catch (error) {
+        this.#logger.warn(
+          { err: (error as Error).message },
+          "KV blocks could not be cut from the sequence; they are not offloaded",
+        );
+        return;
+      } finally {
+        await rm(path, { force: true });
+      }
+    }
+    await this.manager.offload(hashes, plan, cut);
+  }
+
+  async close(): Promise<void> {
+    await this.manager.close();
+    await rm(this.#folder, { recursive: true, force: true });
+  }
+
+  #file(): string {
+    return join(this.#folder, `${this.#files++}.state`);
+  }
+}
