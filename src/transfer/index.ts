@@ -3,8 +3,21 @@ export { type CostModel, defaultCostModels, fitCostModel, transferMs } from "./c
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
 export { backendNames } from "./descriptors.js";
 export { localHostId } from "./host-id.js";
-export { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
+export { NatsObjectStore, type NatsObjectStoreOptions } from "./nats-object-store.js";
+export {
+  DirectoryObjectStore,
+  MemoryObjectStore,
+  type ObjectEntry,
+  type ObjectStore,
+} from "./object-store.js";
+export {
+  type ObjectStoreLocation,
+  type OpenObjectStoreOptions,
+  openObjectStore,
+  parseObjectStoreUrl,
+} from "./object-store-url.js";
 export type { Region } from "./regions.js";
+export { S3ObjectStore, type S3ObjectStoreOptions } from "./s3-object-store.js";
 export {
   checkTransferSecret,
   TransferAgent,
