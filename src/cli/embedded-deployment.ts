@@ -1,5 +1,5 @@
 import type { Frontend } from "../frontend/index.js";
-import type { Logger } from "../observability/index.js";
+import { type Logger, PrometheusMeter } from "../observability/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
 import { readHttpsCredentials } from "./https-credentials.js";
@@ -23,11 +23,13 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     onEventHandlerError: (error, subject) => logger.error({ err: error, subject }, "event handler failed"),
     onInvalidMessage: invalidMessageLogger(logger),
   });
+  // One /metrics for the process: the frontend's, the router's and the workers' block managers'.
+  const meter = new PrometheusMeter();
   let started: Awaited<ReturnType<typeof startWorkers>>;
   try {
     // Bad TLS files fail the start before models load (the frontend reads them again to serve).
     if (options.tls) readHttpsCredentials(options.tls);
-    started = await startWorkers(options, runtime, logger);
+    started = await startWorkers(options, runtime, logger, meter);
   } catch (error) {
     await runtime.close();
     throw error;
@@ -42,6 +44,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
       workers.map((w) => w.card),
       "embedded",
       false,
+      meter,
     );
   } catch (error) {
     // The port is taken, say: nothing may keep the process alive after this.

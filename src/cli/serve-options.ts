@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
+import { parseByteSize } from "./byte-size.js";
 
 const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
@@ -82,6 +83,13 @@ export interface ServeOptions {
   readonly kvBlocks: number | undefined;
   readonly hostKvBlocks: number | undefined;
   readonly hostGbps: number | undefined;
+  /** KV block manager tiers (llamacpp): G2 host bytes, G3 folder and bytes, G4 object store URL. */
+  readonly kvHostBytes: number | undefined;
+  readonly kvDiskDir: string | undefined;
+  readonly kvDiskBytes: number | undefined;
+  readonly kvObjectStore: string | undefined;
+  /** Host → disk only for blocks used twice (`--kv-disk-filter`, default on). */
+  readonly kvDiskFilter: boolean;
 }
 
 /** The PEM files of `--tls-cert`, `--tls-key` and `--tls-ca`. */
@@ -290,6 +298,32 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_HOST_GBPS",
     help: "mocker: host-to-device copy bandwidth for onboarding, GB/s (default 25)",
   },
+  "kv-host-bytes": {
+    type: "string",
+    env: "ARMATURE_KV_HOST_BYTES",
+    help: "llamacpp: host-memory KV tier (G2) per worker, e.g. 2GiB; evicted prefixes come back from it (default 0: none)",
+  },
+  "kv-disk-dir": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_DIR",
+    help: "llamacpp: folder of the disk KV tier (G3); worker N keeps worker-N/ in it, found again after a restart",
+  },
+  "kv-disk-bytes": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_BYTES",
+    help: "llamacpp: disk KV tier budget per worker, e.g. 20GiB (default 8GiB with --kv-disk-dir)",
+  },
+  "kv-object-store": {
+    type: "string",
+    env: "ARMATURE_KV_OBJECT_STORE",
+    help: "llamacpp: object KV tier (G4) shared by the model's workers: dir:///path | s3://bucket?endpoint=URL&region=R | nats://bucket (on --bus)",
+  },
+  "kv-disk-filter": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_FILTER",
+    help: "on | off: on writes a block to the disk tier only once it was used twice (default on)",
+    choices: ["on", "off"],
+  },
   "durable-kv-events": {
     type: "string",
     env: "ARMATURE_DURABLE_KV_EVENTS",
@@ -386,6 +420,13 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     }
     return n;
   };
+  const size = (flag: string): number | undefined => {
+    const value = raw(flag);
+    if (value === undefined) return undefined;
+    const bytes = parseByteSize(value);
+    if (bytes === undefined) throw configError(flag, `must be a size in bytes, e.g. 512MiB or 2GiB, got '${value}'`);
+    return bytes;
+  };
   return {
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
@@ -448,6 +489,11 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvBlocks: num("kv-blocks", true, 1),
     hostKvBlocks: num("host-kv-blocks", true, 0),
     hostGbps: num("host-gbps", false, Number.MIN_VALUE),
+    kvHostBytes: size("kv-host-bytes"),
+    kvDiskDir: str("kv-disk-dir"),
+    kvDiskBytes: size("kv-disk-bytes"),
+    kvObjectStore: str("kv-object-store"),
+    kvDiskFilter: str("kv-disk-filter") !== "off",
   };
 }
 

@@ -42,8 +42,9 @@ export async function startFrontend(
   routerId: string,
   /** Share bookings with other router replicas over the event plane (not needed in one process). */
   shareLoad = true,
+  /** Where `/metrics` reads from; workers in the same process add theirs to it. */
+  meter = new PrometheusMeter(),
 ): Promise<FrontendStack> {
-  const meter = new PrometheusMeter();
   const apiAccess = createApiAccess(options, meter);
   // Bad certificate files stop the start here, naming the flag, before anything listens.
   const tls = options.tls ? readHttpsCredentials(options.tls) : undefined;

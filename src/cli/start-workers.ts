@@ -9,10 +9,11 @@ import {
   profiledTimingModel,
   type TimingModel,
 } from "../engines/index.js";
-import type { Logger } from "../observability/index.js";
-import type { WorkerRole } from "../protocol/index.js";
+import { type KvbmSettings, workerDiskDirectory } from "../kvbm/index.js";
+import { type Logger, type MetricMeter, PrometheusMeter } from "../observability/index.js";
+import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
-import { checkTransferSecret, type TransferAgentOptions } from "../transfer/index.js";
+import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
 
@@ -45,6 +46,7 @@ export async function startWorkers(
   options: ServeOptions,
   runtime: Runtime,
   logger: Logger,
+  meter: MetricMeter = new PrometheusMeter(),
 ): Promise<{ workers: WorkerHost[]; modelName: string }> {
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
@@ -68,14 +70,17 @@ export async function startWorkers(
     onRefused: ({ reason, detail, peer }) => transferLog.warn({ reason, peer, detail }, "transfer connection refused"),
   };
   const workers: WorkerHost[] = [];
+  const tiers = await openKvTiers(options, runtime);
   try {
-    for (const role of workerRoles(options)) {
+    for (const [index, role] of workerRoles(options).entries()) {
+      const kvbm = tiers?.(index);
       const engine: Engine = modelPath
         ? await LlamaCppEngine.create({
             modelPath,
             sequences: options.sequences,
             contextSizePerSequence: options.contextSize ?? 2048,
             ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+            ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
           })
         : new MockerEngine({
             speedupRatio: options.speedupRatio,
@@ -98,4 +103,39 @@ export async function startWorkers(
     throw error;
   }
   return { workers, modelName };
+}
+
+/**
+ * The KV tiers each worker keeps below its device (`--kv-*` flags, llamacpp only): worker N gets
+ * `worker-N/` under `--kv-disk-dir`, and all share one `--kv-object-store`. Undefined: none asked.
+ */
+async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((index: number) => KvbmSettings) | undefined> {
+  const given = (
+    [
+      ["kv-host-bytes", options.kvHostBytes],
+      ["kv-disk-dir", options.kvDiskDir],
+      ["kv-disk-bytes", options.kvDiskBytes],
+      ["kv-object-store", options.kvObjectStore],
+    ] as const
+  ).filter(([, value]) => value !== undefined);
+  if (given.length === 0) return undefined;
+  if (options.engine !== "llamacpp") {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--${given[0]?.[0]} is for --engine llamacpp; the mocker models a host tier with --host-kv-blocks`,
+    );
+  }
+  if (options.kvDiskBytes !== undefined && options.kvDiskDir === undefined) {
+    throw new ArmatureError("CONFIG_INVALID", "--kv-disk-bytes needs --kv-disk-dir (the folder of the disk tier)");
+  }
+  const objectStore = options.kvObjectStore
+    ? await openObjectStore(options.kvObjectStore, { nats: runtime.busConnection })
+    : undefined;
+  return (index) => ({
+    hostBytes: options.kvHostBytes,
+    diskDirectory: options.kvDiskDir === undefined ? undefined : workerDiskDirectory(options.kvDiskDir, index),
+    diskBytes: options.kvDiskBytes,
+    objectStore,
+    diskFrequencyFilter: options.kvDiskFilter,
+  });
 }

@@ -78,6 +78,7 @@ export async function connectDistributedRuntime(options: DistributedRuntimeOptio
     events,
     kvEventLog,
     invalidMessages,
+    busConnection: nc,
     async close() {
       await requests.close();
       await discovery.close();

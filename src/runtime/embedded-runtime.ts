@@ -1,3 +1,4 @@
+import type { NatsConnection } from "@nats-io/transport-node";
 import { type Clock, RealClock } from "./clock.js";
 import type { Discovery } from "./discovery.js";
 import type { DurableEventLog } from "./durable-event-log.js";
@@ -18,6 +19,8 @@ export interface Runtime {
   readonly kvEventLog?: DurableEventLog | undefined;
   /** Where consumers check what they receive; malformed messages are counted here and dropped. */
   readonly invalidMessages: InvalidMessages;
+  /** The NATS connection of a distributed runtime (object stores on the bus live on it). */
+  readonly busConnection?: NatsConnection | undefined;
   close(): Promise<void>;
 }
 

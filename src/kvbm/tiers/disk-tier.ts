@@ -15,6 +15,8 @@ import {
 import { dumpParentsFirst, type KvTier, STORAGE_TIER, storedEvents, type TierEventSink } from "./kv-tier.js";
 
 const SUFFIX = ".kvb";
+/** Names the process that owns a disk tier's folder. */
+const LOCK = ".owner-pid";
 
 export interface DiskTierOptions {
   /** The folder given by `--kv-disk-dir`; blocks live in a subfolder per KV layout. */
@@ -64,6 +66,7 @@ export class DiskTier implements KvTier {
         { cause },
       );
     }
+    await takeLock(options.directory);
     const tier = new DiskTier(options, folder);
     await tier.#scan();
     return tier;
@@ -139,7 +142,9 @@ export class DiskTier implements KvTier {
     );
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await rm(join(this.#options.directory, LOCK), { force: true });
+  }
 
   #announce(stored: readonly BlockRecord[], removed: readonly bigint[]): void {
     this.hit(stored.map((r) => r.hash));
@@ -212,5 +217,30 @@ async function readHeader(path: string): Promise<BlockRecordHeader | undefined> 
     return undefined;
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Claims the folder for this process: a folder another live process claimed is refused, since two
+ * budgets over one folder would delete each other's blocks. A claim by a dead process is taken over.
+ */
+async function takeLock(directory: string): Promise<void> {
+  const path = join(directory, LOCK);
+  const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10);
+  if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--kv-disk-dir ${directory} is in use by process ${owner}; give each worker process its own --kv-disk-dir`,
+    );
+  }
+  await writeFile(path, String(process.pid));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
