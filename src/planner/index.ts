@@ -1,0 +1,29 @@
+export type { HoltWintersSettings } from "./holt-winters-predictor.js";
+export { HoltWintersPredictor } from "./holt-winters-predictor.js";
+export type { IntervalLoad } from "./interval-load.js";
+export { LoadForecaster, normalizeIntervalLoad } from "./interval-load.js";
+export type { KalmanSettings } from "./kalman-predictor.js";
+export { KalmanPredictor } from "./kalman-predictor.js";
+export type { WorkerLatencyEstimate, WorkerLoadSignal } from "./latency-estimate.js";
+export { concurrencyAtKvUsage, estimateWorkerLatency } from "./latency-estimate.js";
+export type { LoadDecision, LoadLoopSettings, LoadObservation, PoolDecision, PoolName, PoolObservation } from "./load-loop.js";
+export { LoadLoop } from "./load-loop.js";
+export type { LoadPredictor, PredictorName } from "./load-predictor.js";
+export { ConstantPredictor, loadReading, MovingAveragePredictor, PREDICTOR_NAMES } from "./load-predictor.js";
+export type { CompiledPlannerOptions, PlannerLayout, PlannerMode, PlannerOptions } from "./planner-options.js";
+export { compilePlannerOptions, PLANNER_DEFAULTS } from "./planner-options.js";
+export type { CompiledPredictorOptions, PredictorOptions } from "./predictors.js";
+export { compilePredictorOptions, createPredictor, isPredictorName } from "./predictors.js";
+export type { DecodeGrid, DecodePoint, PrefillPoint, WorkerProfile } from "./profile.js";
+export { PROFILE_VERSION, parseProfile } from "./profile.js";
+export type { AxisPosition, DecodeEstimate, PrefillEstimate } from "./profile-interpolation.js";
+export { interpolateDecode, interpolatePrefill, locateOnAxis } from "./profile-interpolation.js";
+export type {
+  DecodeOperatingPoint,
+  DecodeSizing,
+  PrefillSizing,
+  ReplicaPlan,
+  ReplicaTargets,
+  WorkerBound,
+} from "./replica-calculator.js";
+export { calculateReplicas, decodeOperatingPoint, sizeDecode, sizePrefill } from "./replica-calculator.js";

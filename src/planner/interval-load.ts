@@ -1,0 +1,69 @@
+import { type LoadPredictor, loadReading, type PredictorName } from "./load-predictor.js";
+import { createPredictor, type PredictorOptions } from "./predictors.js";
+
+/** The traffic of one planner interval, observed or predicted. */
+export interface IntervalLoad {
+  /** Requests arriving per second. */
+  readonly requestsPerSecond: number;
+  /** Mean prompt length in tokens. */
+  readonly meanInputTokens: number;
+  /** Mean output length in tokens. */
+  readonly meanOutputTokens: number;
+  /** Fraction of prompt tokens found in a worker's KV cache, from 0 to 1. */
+  readonly kvHitRate: number;
+}
+
+/**
+ * `load` as the planner uses it: each quantity through `loadReading` (non-finite or negative → 0),
+ * and the KV hit rate capped at 1.
+ */
+export function normalizeIntervalLoad(load: IntervalLoad): IntervalLoad {
+  return {
+    requestsPerSecond: loadReading(load.requestsPerSecond),
+    meanInputTokens: loadReading(load.meanInputTokens),
+    meanOutputTokens: loadReading(load.meanOutputTokens),
+    kvHitRate: Math.min(1, loadReading(load.kvHitRate)),
+  };
+}
+
+/**
+ * Forecasts the next interval's load with one predictor per quantity (all of the same kind), as
+ * Dynamo's throughput loop does for request count, ISL, OSL and KV hit rate.
+ */
+export class LoadForecaster {
+  readonly #rate: LoadPredictor;
+  readonly #input: LoadPredictor;
+  readonly #output: LoadPredictor;
+  readonly #hitRate: LoadPredictor;
+
+  /** Throws what `createPredictor` throws for a bad name or options. */
+  constructor(predictor: PredictorName, options: PredictorOptions = {}) {
+    this.#rate = createPredictor(predictor, options);
+    this.#input = createPredictor(predictor, options);
+    this.#output = createPredictor(predictor, options);
+    this.#hitRate = createPredictor(predictor, options);
+  }
+
+  /** How many intervals have been observed. */
+  get observations(): number {
+    return this.#rate.observations;
+  }
+
+  /** Takes the load of the interval that just ended. */
+  observe(load: IntervalLoad): void {
+    this.#rate.observe(load.requestsPerSecond);
+    this.#input.observe(load.meanInputTokens);
+    this.#output.observe(load.meanOutputTokens);
+    this.#hitRate.observe(load.kvHitRate);
+  }
+
+  /** The forecast for the next interval (all zeros before the first observation). */
+  forecast(): IntervalLoad {
+    return normalizeIntervalLoad({
+      requestsPerSecond: this.#rate.predict(),
+      meanInputTokens: this.#input.predict(),
+      meanOutputTokens: this.#output.predict(),
+      kvHitRate: this.#hitRate.predict(),
+    });
+  }
+}

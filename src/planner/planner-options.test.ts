@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { ArmatureError } from "../protocol/index.js";
+import { compilePlannerOptions, type PlannerOptions, parseProfile } from "./index.js";
+
+const profile = parseProfile(readFileSync(new URL("./fixtures/tiny-profile.json", import.meta.url), "utf8"), "tiny-profile.json");
+
+function refused(options: PlannerOptions, message: string): void {
+  assert.throws(
+    () => compilePlannerOptions(options),
+    (error: unknown) => {
+      assert.ok(error instanceof ArmatureError);
+      assert.equal(error.code, "CONFIG_INVALID");
+      assert.ok(error.message.includes(message), error.message);
+      return true;
+    },
+  );
+}
+
+test("defaults: Dynamo's targets, budget and intervals, the load mode, and the kalman predictor", () => {
+  assert.deepEqual(compilePlannerOptions(), {
+    mode: "load",
+    layout: "aggregated",
+    sloTtftMs: 500,
+    sloItlMs: 50,
+    minWorkers: 1,
+    maxWorkers: 8,
+    intervalSeconds: 180,
+    loadIntervalSeconds: 5,
+    predictor: "kalman",
+    predictorOptions: {
+      movingAverageWindow: 5,
+      kalman: { qLevel: 1.0, qTrend: 0.1, r: 10.0, initialVariance: 1000 },
+      holtWinters: undefined,
+    },
+    cooldownSeconds: 30,
+    scaleUpThreshold: 1.0,
+    scaleDownThreshold: 0.8,
+    advisory: false,
+    profile: undefined,
+  });
+  // An option given as undefined takes its default.
+  assert.equal(compilePlannerOptions({ sloTtftMs: undefined }).sloTtftMs, 500);
+});
+
+test("holt-winters gets a season of one day of intervals unless one is given", () => {
+  // 86400 s / 180 s = 480 intervals; / 600 s = 144.
+  assert.equal(compilePlannerOptions({ predictor: "holt-winters" }).predictorOptions.holtWinters?.seasonLength, 480);
+  assert.equal(
+    compilePlannerOptions({ predictor: "holt-winters", intervalSeconds: 600 }).predictorOptions.holtWinters?.seasonLength,
+    144,
+  );
+  const given = compilePlannerOptions({ predictor: "holt-winters", predictorOptions: { holtWinters: { seasonLength: 7 } } });
+  assert.deepEqual(given.predictorOptions.holtWinters, { seasonLength: 7, alpha: 0.5, beta: 0.1, gamma: 0.3 });
+});
+
+test("worker bounds are refused naming their flags", () => {
+  refused({ minWorkers: 5, maxWorkers: 3 }, "--min-workers (5) is above --max-workers (3)");
+  refused(
+    { layout: "disaggregated", minWorkers: 3, maxWorkers: 5 },
+    "--min-workers (3) for each of the prefill and decode pools needs 6 workers, above --max-workers (5)",
+  );
+  refused({ minWorkers: 0 }, "--min-workers must be a whole number ≥ 1, got 0");
+  refused({ maxWorkers: 2.5 }, "--max-workers must be a whole number ≥ 1, got 2.5");
+});
+
+test("targets, intervals and thresholds are refused naming their flags", () => {
+  refused({ sloTtftMs: 0 }, "--slo-ttft must be a positive number (milliseconds), got 0");
+  refused({ sloItlMs: Number.NaN }, "--slo-itl must be a positive number (milliseconds)");
+  refused({ intervalSeconds: -1 }, "--planner-interval must be a positive number (seconds), got -1");
+  refused({ intervalSeconds: 5 }, "--load-interval (5 s) must be shorter than --planner-interval (5 s)");
+  refused({ cooldownSeconds: -1 }, "--cooldown must be a number ≥ 0 (seconds), got -1");
+  refused({ scaleDownThreshold: 1.0 }, "--scale-down-threshold (1) must be below --scale-up-threshold (1)");
+  refused({ mode: "fast" as never }, '--planner-mode must be load or sla, got "fast"');
+  refused({ layout: "split" as never }, '--planner-layout must be aggregated or disaggregated, got "split"');
+});
+
+test("an unknown predictor is refused with the names; bad predictor options by their path", () => {
+  refused(
+    { predictor: "prophet" },
+    '--predictor "prophet" is not a predictor; use one of constant, moving-average, kalman, holt-winters',
+  );
+  refused({ predictorOptions: { kalman: { qTrend: -1 } } }, "predictorOptions.kalman.qTrend must be a positive number, got -1");
+});
+
+test("the sla mode needs a profile", () => {
+  refused({ mode: "sla" }, "--profile is required with --planner-mode sla");
+  const compiled = compilePlannerOptions({ mode: "sla", profile });
+  assert.equal(compiled.profile, profile);
+});
