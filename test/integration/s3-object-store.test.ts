@@ -1,59 +1,15 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request, type Server } from "node:http";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { CreateBucketCommand, HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { objectStoreContract } from "../../src/transfer/contracts/object-store-contract.js";
 import { openObjectStore, S3ObjectStore } from "../../src/transfer/index.js";
-import { freePort } from "../helpers/nats-server.js";
+import { S3RVER_CREDENTIALS, type S3rver, startS3rver } from "../helpers/s3rver.js";
 
 // The object store contract against a real S3 server: s3rver (Node), in its own process on a free
 // loopback port. s3rver ignores If-None-Match on PUT, so the store finds conditional puts absent and
 // falls back to HeadObject-then-PutObject; a proxy that adds the condition covers the other path.
-const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
-
-interface S3rver {
-  readonly endpoint: string;
-  stop(): Promise<void>;
-}
-
-async function startS3rver(): Promise<S3rver> {
-  const bin = join(dirname(createRequire(import.meta.url).resolve("s3rver/package.json")), "bin", "s3rver.js");
-  const directory = await mkdtemp(join(tmpdir(), "armature-s3rver-"));
-  const port = await freePort();
-  // s3rver's ListObjectsV2 continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ["--openssl-legacy-provider", bin, "-d", directory, "-a", "127.0.0.1", "-p", String(port), "--silent"],
-    { stdio: "ignore" },
-  );
-  const endpoint = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    }
-    await rm(directory, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      await fetch(endpoint);
-      return { endpoint, stop };
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        await stop();
-        throw new Error("s3rver did not start");
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
+const credentials = S3RVER_CREDENTIALS;
 
 /**
  * Forwards to s3rver, answering 412 to an `If-None-Match: *` PUT of a key that exists, one such PUT
