@@ -1,4 +1,4 @@
-import type { GenerateRequest, GenerateResponse, KvEvent, ModelCard } from "../protocol/index.js";
+import type { GenerateRequest, GenerateResponse, KvCosts, KvEvent, ModelCard } from "../protocol/index.js";
 
 /**
  * What an engine knows about itself: everything a model card holds except the served name and the
@@ -12,6 +12,8 @@ export interface EngineLoad {
   readonly waitingRequests: number;
   readonly activeKvBlocks: number;
   readonly totalKvBlocks: number;
+  /** Measured prefill rate and onboarding bandwidth per tier (routers estimate prefill time from them). */
+  readonly kvCosts?: KvCosts | undefined;
 }
 
 /** Where a prefill-only run left the prompt's KV cache. */

@@ -18,6 +18,7 @@ export type {
   KvBlockRemoved,
   KvBlockStored,
   KvCacheCleared,
+  KvCosts,
   KvEvent,
   KvEventBatch,
   KvEventsDump,

@@ -77,4 +77,17 @@ export interface WorkerLoad {
   readonly waitingRequests: number;
   readonly activeKvBlocks: number;
   readonly totalKvBlocks: number;
+  /** What the worker measured of its prefill and of loading KV back from its tiers, when it has. */
+  readonly kvCosts?: KvCosts | undefined;
+}
+
+/**
+ * A worker's measured rates, from which a router estimates a request's prefill time there:
+ * recomputing a token costs 1 / `prefillTokensPerSecond`; loading it back from a tier costs its KV
+ * bytes over that tier's onboarding bandwidth. Absent rates were not measured yet.
+ */
+export interface KvCosts {
+  readonly prefillTokensPerSecond?: number | undefined;
+  /** Onboarding bandwidth per tier, bytes per second (reading, assembling and loading). */
+  readonly onboardBytesPerSecond?: Partial<Record<"host_pinned" | "disk" | "external", number>> | undefined;
 }

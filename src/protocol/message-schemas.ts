@@ -79,6 +79,14 @@ export const workerLoadSchema: Schema<WorkerLoad> = object({
   waitingRequests: int(),
   activeKvBlocks: int(),
   totalKvBlocks: int(),
+  kvCosts: optional(
+    object({
+      prefillTokensPerSecond: optional(num(0, 1e12)),
+      onboardBytesPerSecond: optional(
+        object({ host_pinned: optional(num(0, 1e15)), disk: optional(num(0, 1e15)), external: optional(num(0, 1e15)) }),
+      ),
+    }),
+  ),
 });
 
 export const activeSequenceEventSchema: Schema<ActiveSequenceEvent> = object({

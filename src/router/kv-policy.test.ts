@@ -118,3 +118,63 @@ test("a per-request overlap weight of 0 leaves only decode load to compare (Dyna
   assert.equal(policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id, "a");
   await close();
 });
+
+test("a prefix whose head is on the device and tail only on the host counts whole (no undercount)", async () => {
+  const { cache, indexer, close } = setup();
+  cache("w", tokens(8));
+  cache("w", tokens(16), "host_pinned");
+  // The host tier dropped the head (blocks 0 and 1): the host alone no longer chains from the root.
+  const hash = (i: number) => {
+    let parent: bigint | null = null;
+    for (let b = 0; b <= i; b++) {
+      const local = localBlockHash(tokens(16).slice(b * BS, (b + 1) * BS));
+      parent = parent === null ? local : chainBlockHash(parent, local);
+    }
+    return parent as bigint;
+  };
+  indexer.apply({
+    type: "kv-event-batch",
+    workerId: "w",
+    eventId: 3,
+    events: [{ type: "kv-block-removed", blockHashes: [hash(0), hash(1)], storageTier: "host_pinned" }],
+  });
+  const matches = indexer.findMatches(
+    Array.from({ length: 5 }, (_, i) => localBlockHash(tokens(20).slice(i * BS, (i + 1) * BS))),
+  );
+  assert.equal(matches.scores.get("w"), 2);
+  assert.equal(matches.lowerTierScores?.get("w"), 4, "2 on the device, then 2 from the host");
+  assert.deepEqual(matches.lowerTierBlocks?.get("w"), { host: 2, disk: 0, external: 0 });
+  await close();
+});
+
+test("blocks on the shared external tier count for every worker, at the saving each worker measured", async () => {
+  const { policy, cache, indexer, close } = setup();
+  cache("a", tokens(16), "external");
+  const query = Array.from({ length: 5 }, (_, i) => localBlockHash(tokens(20).slice(i * BS, (i + 1) * BS)));
+  assert.equal(indexer.findMatches(query).sharedBlocks, 4, "announced by a, loadable by anyone");
+  // A card's KV is 1,000 bytes per token. b measured 1,000 prefill tokens/s and loads from the
+  // external tier at 1e8 B/s: saving = 1 − 1000 × 1000 / 1e8 = 0.99 of each of the 4 blocks.
+  // c measured nothing: the fallback 0.8. Cost (BS 4, 20 tokens, 5 new decode blocks):
+  //   b: prefill (20 − 4 × 4 × 0.99) / 4 = 1.04, + 5 = 6.04;  c: (20 − 12.8) / 4 = 1.8, + 5 = 6.8.
+  const card = { name: "m", kvBytesPerToken: 1000 } as ModelCard;
+  const measured = (id: string, bytesPerSecond: number): WorkerView => ({
+    id,
+    card,
+    inflight: 0,
+    published: {
+      type: "worker-load",
+      workerId: id,
+      activeRequests: 0,
+      waitingRequests: 0,
+      activeKvBlocks: 0,
+      totalKvBlocks: 100,
+      kvCosts: { prefillTokensPerSecond: 1000, onboardBytesPerSecond: { external: bytesPerSecond } },
+    },
+  });
+  const plain: WorkerView = { id: "c", card, inflight: 0, published: undefined };
+  const request = { model: "m", tokenIds: tokens(20) };
+  assert.equal(policy.select([plain, measured("b", 1e8)], request).id, "b");
+  // Measured slower than recomputing (1e5 B/s: 1 − 10 < 0, clamped to 0): b saves nothing, cost 5 + 5 = 10.
+  assert.equal(policy.select([plain, measured("b", 1e5)], request).id, "c");
+  await close();
+});

@@ -2,6 +2,7 @@ import { hashBlocks } from "../protocol/index.js";
 import type { ActiveLoad } from "./active-load.js";
 import type { OverlapScores } from "./kv-index/radix-tree.js";
 import type { RoutingPolicy } from "./policy.js";
+import { lowerTierSavedBlocks } from "./tier-savings.js";
 import type { RouteRequest, WorkerView } from "./worker-view.js";
 
 /** What the KV policy needs of an index: matches, and (approximate mode) to hear its own decisions. */
@@ -18,8 +19,9 @@ export interface KvPolicyOptions {
   /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
   readonly overlapWeight?: number;
   /**
-   * What a block on a worker's lower tier (host memory, disk) saves of its prefill, against 1 for a
-   * block on its device: it is copied back rather than recomputed. Default 0.8 (llm-d's CPU weight).
+   * What a block on a worker's lower tier (host memory, disk, a shared store) saves of its prefill,
+   * against 1 for a block on its device, when the worker has not measured its rates (then the
+   * saving comes from them, see `tierSaving`). Default 0.8 (llm-d's CPU weight).
    */
   readonly lowerTierWeight?: number;
   /** 0 picks the cheapest; above 0 samples a softmax over costs. Default 0. */
@@ -33,8 +35,10 @@ export interface KvPolicyOptions {
  * Dynamo's KV-aware selection: cost = overlap_weight × prefill_tokens / block_size + decode_blocks,
  * where prefill_tokens is the worker's active prefill plus the request's uncached tokens, and
  * decode_blocks its active blocks plus the request's blocks it does not cache. Lowest cost wins; ties go to the worker
- * with the smaller tree, then at random. Blocks a worker holds only on a lower tier (host, disk)
- * count as `lowerTierWeight` of a cached block in its prefill tokens; they still need device blocks.
+ * with the smaller tree, then at random. Blocks a worker can load back from a lower tier (its host
+ * or disk, or the store its model's workers share) count as the share of a cached block that
+ * loading them saves over recomputing them, from the worker's measured rates (`lowerTierWeight`
+ * when it has none); they still need device blocks.
  */
 export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   const weight = options.overlapWeight ?? 1;
@@ -50,10 +54,10 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       const t0 = performance.now();
       const hashes = hashBlocks(request.tokenIds, bs).local;
       const t1 = performance.now();
-      const { scores, treeSizes, lowerTierScores } = options.indexer.findMatches(hashes);
+      const matches = options.indexer.findMatches(hashes);
       const t2 = performance.now();
-      overlapOf.set(request, scores);
-      const chosen = choose(scores, treeSizes, lowerTierScores);
+      overlapOf.set(request, matches.scores);
+      const chosen = choose(matches);
       if (options.onOverhead) {
         options.onOverhead("block_hashing", t1 - t0);
         options.onOverhead("indexer_find_matches", t2 - t1);
@@ -61,13 +65,12 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       }
       return chosen;
 
-      function choose(scores: Map<string, number>, treeSizes: Map<string, number>, lower?: Map<string, number>): WorkerView {
+      function choose({ scores, treeSizes, lowerTierScores, lowerTierBlocks, sharedBlocks = 0 }: OverlapScores): WorkerView {
         const isl = request.tokenIds.length;
         const costs = candidates.map((w) => {
           const overlap = scores.get(w.id) ?? 0;
-          const lowerOnly = Math.max(0, (lower?.get(w.id) ?? 0) - overlap);
           const active = options.activeLoad.of(w.id);
-          const saved = (overlap + lowerTierWeight * lowerOnly) * bs;
+          const saved = (overlap + lowerSaved(w, overlap)) * bs;
           const prefill = active.prefillTokens + Math.max(0, isl - saved);
           // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
           const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
@@ -75,6 +78,14 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
           return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
         });
         const t = request.overrides?.temperature ?? temperature;
+        /** Prefill blocks saved by loading back from lower tiers what the device lacks. */
+        function lowerSaved(w: WorkerView, overlap: number): number {
+          const blocks =
+            lowerTierBlocks?.get(w.id) ??
+            (sharedBlocks > overlap ? { host: 0, disk: 0, external: sharedBlocks - overlap } : undefined);
+          if (blocks) return lowerTierSavedBlocks(w, blocks, lowerTierWeight);
+          return lowerTierWeight * Math.max(0, (lowerTierScores?.get(w.id) ?? 0) - overlap);
+        }
         if (t > 0) return sample(costs, t, random);
         const min = Math.min(...costs.map((c) => c.cost));
         const cheapest = costs.filter((c) => c.cost === min);

@@ -16,6 +16,7 @@ import {
 } from "../../kvbm/index.js";
 import type { Logger, MetricMeter } from "../../observability/index.js";
 import { hashBlocks, type KvEvent } from "../../protocol/index.js";
+import { RateMeter } from "./rate-meter.js";
 
 /** What the engine needs to open its block manager. */
 export interface KvbmConnectorOptions {
@@ -46,6 +47,12 @@ export class KvbmConnector {
   readonly #shape: StateShape;
   readonly #folder: string;
   readonly #logger: Logger;
+  /** Onboarding bandwidth (read, assemble, load), by the tier that gave most of a prefix. */
+  readonly #bandwidth: Record<TierName, RateMeter> = {
+    host: new RateMeter(1),
+    disk: new RateMeter(1),
+    object: new RateMeter(1),
+  };
   #files = 0;
 
   private constructor(manager: KvBlockManager, shape: StateShape, folder: string, logger: Logger) {
@@ -108,6 +115,7 @@ export class KvbmConnector {
     const blockSize = this.manager.blockSize;
     const hashes = hashBlocks(tokens, blockSize);
     this.manager.noteUse(hashes.sequence);
+    const started = performance.now();
     const prefix = await this.manager.onboard(hashes, Math.floor((tokens.length - 1) / blockSize), deviceTokens);
     if (!prefix) return undefined;
     const count = prefix.records.length * blockSize;
@@ -123,6 +131,8 @@ export class KvbmConnector {
       );
       if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
       await sequence.loadStateFromFile(path, { acceptRisk: true });
+      const bytes = prefix.records.reduce((sum, r) => sum + r.payload.length, 0);
+      this.#bandwidth[mainTier(prefix.byTier)].record(bytes, (performance.now() - started) / 1000);
       return { tokens: count, byTier: prefix.byTier };
     } catch (error) {
       this.#logger.warn({ err: (error as Error).message }, "a stored KV prefix could not be loaded; it is recomputed");
@@ -165,6 +175,16 @@ export class KvbmConnector {
     await this.manager.offload(hashes, plan, cut);
   }
 
+  /** Measured onboarding bandwidth per storage tier, bytes per second (tiers not measured yet left out). */
+  onboardBytesPerSecond(): Partial<Record<"host_pinned" | "disk" | "external", number>> {
+    const out: Partial<Record<"host_pinned" | "disk" | "external", number>> = {};
+    const { host, disk, object } = this.#bandwidth;
+    if (host.rate !== undefined) out.host_pinned = host.rate;
+    if (disk.rate !== undefined) out.disk = disk.rate;
+    if (object.rate !== undefined) out.external = object.rate;
+    return out;
+  }
+
   async close(): Promise<void> {
     await this.manager.close();
     await rm(this.#folder, { recursive: true, force: true });
@@ -173,4 +193,11 @@ export class KvbmConnector {
   #file(): string {
     return join(this.#folder, `${this.#files++}.state`);
   }
+}
+
+/** The tier that gave most blocks of a prefix (the slower one on a tie: it bounds the time). */
+function mainTier(byTier: Readonly<Record<TierName, number>>): TierName {
+  let main: TierName = "host";
+  for (const tier of ["host", "disk", "object"] as const) if (byTier[tier] >= byTier[main]) main = tier;
+  return main;
 }

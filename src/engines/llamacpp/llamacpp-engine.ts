@@ -21,6 +21,7 @@ import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
 import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { llamaRuntime } from "./llama-runtime.js";
+import { RateMeter } from "./rate-meter.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
 import { readStateFileTokens } from "./state-file.js";
@@ -60,6 +61,8 @@ export class LlamaCppEngine implements Engine {
   #unheard: KvEvent[] | undefined = [];
   #starting = true;
   #kvbm: KvbmConnector | undefined;
+  /** Prompt tokens evaluated per second (prompts of 32 tokens or more). */
+  readonly #prefillRate = new RateMeter(32);
   #closed = false;
 
   private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo, grammarCacheSize: number) {
@@ -158,11 +161,16 @@ export class LlamaCppEngine implements Engine {
     for (const slot of this.#slots.all) {
       if (slot.busy) activeKvBlocks += Math.ceil(slot.sequence.nextTokenIndex / this.info.blockSize);
     }
+    const prefillTokensPerSecond = this.#prefillRate.rate;
+    const onboardBytesPerSecond = this.#kvbm?.onboardBytesPerSecond();
     return {
       activeRequests: this.#slots.busyCount,
       waitingRequests: this.#slots.waitingCount,
       activeKvBlocks,
       totalKvBlocks: this.info.totalKvBlocks,
+      ...(prefillTokensPerSecond !== undefined || onboardBytesPerSecond
+        ? { kvCosts: { prefillTokensPerSecond, onboardBytesPerSecond } }
+        : {}),
     };
   }
 
@@ -343,12 +351,16 @@ export class LlamaCppEngine implements Engine {
       if (yielded >= budget) return end("length", tokens.length, yielded, reused, lowerTierTokens);
       input = [imported.firstToken];
     }
+    const evaluating = performance.now();
     const pump = new TokenPump(sequence.evaluate(input as Token[], evaluateOptions), {
       capacity: 4,
       limit: budget - yielded,
       onToken: (token) => {
         generated.push(token);
-        if (generated.length === 1) this.#emit(this.#tracker.update(slot.index, tokens));
+        if (generated.length === 1) {
+          if (!imported) this.#prefillRate.record(input.length, (performance.now() - evaluating) / 1000);
+          this.#emit(this.#tracker.update(slot.index, tokens));
+        }
       },
     });
     try {

@@ -75,6 +75,10 @@ test("a prompt evicted from the device comes back from the host tier with the sa
     assert.deepEqual(again.tokens, recomputed, "same greedy tokens as recomputing");
     assert.equal(again.end.cachedTokens, reusable);
     assert.equal(again.end.hostCachedTokens, reusable);
+    // What a router weighs the tiers with: the measured prefill rate and host onboarding bandwidth.
+    const costs = engine.load().kvCosts;
+    assert.ok((costs?.prefillTokensPerSecond ?? 0) > 0, JSON.stringify(costs));
+    assert.ok((costs?.onboardBytesPerSecond?.host_pinned ?? 0) > 0, JSON.stringify(costs));
   } finally {
     await engine.close();
   }

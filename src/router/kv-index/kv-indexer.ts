@@ -240,7 +240,8 @@ export class KvIndexer {
   }
 
   findMatches(localHashes: readonly bigint[]): OverlapScores {
-    return this.#tiers.split(this.tree.findMatches(localHashes));
+    const matches = this.tree.findMatches(localHashes);
+    return this.#tiers.any ? this.#tiers.split(matches, this.tree.pathHolders(localHashes)) : matches;
   }
 
   removeWorker(workerId: string): void {

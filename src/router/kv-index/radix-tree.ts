@@ -11,10 +11,22 @@ export interface OverlapScores {
   /** Worker id → number of blocks it holds in the tree. Shared: read it, do not change it. */
   readonly treeSizes: Map<string, number>;
   /**
-   * Worker id → leading query blocks it holds on a lower storage tier (host, disk, external), when
-   * workers report such tiers. `scores` and `treeSizes` count the device alone.
+   * Worker id → leading query blocks it can have without recomputing them, on its device or a lower
+   * tier (host, disk, or the shared external tier), when workers report such tiers. `scores` and
+   * `treeSizes` count the device alone.
    */
   readonly lowerTierScores?: Map<string, number>;
+  /** Worker id → of those beyond its device prefix, how many each lower tier gives (fastest tier first). */
+  readonly lowerTierBlocks?: Map<string, LowerTierBlocks>;
+  /** Leading query blocks on the shared external tier: any worker not in `lowerTierBlocks` can load them. */
+  readonly sharedBlocks?: number;
+}
+
+/** Blocks a worker would load back from each lower tier. */
+export interface LowerTierBlocks {
+  readonly host: number;
+  readonly disk: number;
+  readonly external: number;
 }
 
 const ROOT = 0;
@@ -170,6 +182,23 @@ export class RadixTree {
     }
     for (const w of active) scores.set(this.#workerIds[w] as string, depth);
     return { scores, treeSizes: this.#currentTreeSizes() };
+  }
+
+  /**
+   * The holders of each block along the query's path from the root, as far as the tree has the
+   * path (whoever holds them: unlike `findMatches`, a holder missing one block is not dropped).
+   */
+  pathHolders(localHashes: readonly bigint[]): string[][] {
+    const path: string[][] = [];
+    let node = ROOT;
+    for (const hash of localHashes) {
+      split(hash);
+      const child = this.#children.get(node, HI, LO);
+      if (child === NONE) break;
+      path.push(this.#holdersOf(child).map((w) => this.#workerIds[w] as string));
+      node = child;
+    }
+    return path;
   }
 
   /**
