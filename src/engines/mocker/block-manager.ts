@@ -1,12 +1,23 @@
 import type { KvEvent } from "../../protocol/index.js";
-import type { HostTier } from "./host-tier.js";
+import type { KvTier } from "./kv-tier.js";
+import { type LowerTierName, LowerTiers, type TierCounts } from "./lower-tiers.js";
+import type { ObjectTier } from "./object-tier.js";
 import { type CachedBlock, storedEventsParentsFirst } from "./stored-events.js";
+
+/** The tiers an engine keeps below its device; each is optional. */
+export interface BlockTiers {
+  readonly host?: KvTier | undefined;
+  readonly disk?: KvTier | undefined;
+  /** Shared with other engines. */
+  readonly object?: ObjectTier | undefined;
+}
 
 /**
  * vLLM-like paged KV cache with prefix caching: full blocks are identified by their sequence hash
  * and shared between requests; blocks nobody uses stay cached until LRU eviction needs the space.
- * Every change to what is cached is reported as a KV event. With a host tier, every block the
- * device registers is also copied there, and blocks the device lost can be onboarded back.
+ * Every change to what is cached is reported as a KV event. With lower tiers (host, disk, object
+ * store), the blocks the device registers are copied down by KVBM's policies, and blocks the
+ * device lost can be onboarded back from the fastest tier that holds them.
  */
 export class BlockManager {
   readonly capacity: number;
@@ -20,15 +31,26 @@ export class BlockManager {
   /** Blocks held by requests that are not full yet (no hash). */
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
-  readonly #host: HostTier | undefined;
-  /** Blocks copied back from the host tier since the scheduler last asked. */
-  #onboarded = 0;
+  readonly #tiers: LowerTiers | undefined;
+  /** Blocks copied back from each lower tier since the scheduler last asked. */
+  #onboarded: TierCounts = { host: 0, disk: 0, object: 0 };
 
-  constructor(capacity: number, blockSize: number, emit: (events: KvEvent[]) => void, host?: HostTier) {
+  constructor(capacity: number, blockSize: number, emit: (events: KvEvent[]) => void, tiers: BlockTiers = {}) {
     this.capacity = capacity;
     this.blockSize = blockSize;
     this.#emit = emit;
-    this.#host = host;
+    const { host, disk, object } = tiers;
+    this.#tiers =
+      host || disk || object
+        ? new LowerTiers({
+            host,
+            disk,
+            object,
+            sink: emit,
+            deviceBlock: (hash) => this.#meta.get(hash),
+            frequencyLimit: 2 * (capacity + (host?.capacity ?? 0) + (disk?.capacity ?? 0)),
+          })
+        : undefined;
   }
 
   /** Blocks in use by running requests (full and partial). */
@@ -41,38 +63,38 @@ export class BlockManager {
     return this.capacity - this.activeBlocks;
   }
 
-  /** Leading blocks of `hashes` that are cached. */
-  cachedPrefix(hashes: readonly bigint[]): number {
-    let n = 0;
-    while (n < hashes.length && this.#refs.has(hashes[n] as bigint)) n++;
-    return n;
+  /** Whether the device caches a full block. */
+  isCached(hash: bigint): boolean {
+    return this.#refs.has(hash);
   }
 
-  /** Leading blocks of `hashes[from…]` the host tier holds (0 without one). */
-  hostPrefix(hashes: readonly bigint[], from: number): number {
-    const host = this.#host;
-    if (!host) return 0;
-    let n = from;
-    while (n < hashes.length && host.has(hashes[n] as bigint)) n++;
-    return n - from;
+  /** The fastest lower tier holding a block (undefined: none does). */
+  lowerTierHolding(hash: bigint): LowerTierName | undefined {
+    return this.#tiers?.fastestHolding(hash);
   }
 
   /**
-   * Copies a block back from the host tier into a device block the caller then holds; false when
-   * no device block is free.
+   * Copies a block back from lower tier `from` into a device block the caller then holds; false
+   * when no device block is free.
    */
-  onboard(hash: bigint, tokensHash: bigint, parent: bigint | null): boolean {
+  onboard(hash: bigint, tokensHash: bigint, parent: bigint | null, from: LowerTierName): boolean {
     if (!this.allocatePartial()) return false;
     this.commitFull(hash, tokensHash, parent);
-    this.#onboarded++;
+    this.#tiers?.touch(hash);
+    this.#onboarded[from]++;
     return true;
   }
 
-  /** Blocks onboarded since the last call (the scheduler charges their copy to the step). */
-  takeOnboarded(): number {
-    const n = this.#onboarded;
-    this.#onboarded = 0;
-    return n;
+  /** Blocks onboarded from each tier since the last call (the scheduler charges their copy to the step). */
+  takeOnboarded(): TierCounts {
+    const counts = this.#onboarded;
+    this.#onboarded = { host: 0, disk: 0, object: 0 };
+    return counts;
+  }
+
+  /** A request used a block (computed or reused): counts towards the disk filter. */
+  used(hash: bigint): void {
+    this.#tiers?.used(hash);
   }
 
   /** Takes a reference on a cached block (a prefix hit). */
@@ -108,36 +130,18 @@ export class BlockManager {
     this.#emit([
       { type: "kv-block-stored", parentHash: parent, blocks: [{ blockHash: hash, tokensHash }], blockSize: this.blockSize },
     ]);
-    if (this.#host) this.#offloadChain(hash);
-  }
-
-  /**
-   * Write-through to the host tier: the block, after any ancestors the host lost (all are on the
-   * device: the sequence holds them), top first so each stored event names a known parent.
-   */
-  #offloadChain(hash: bigint): void {
-    const host = this.#host as HostTier;
-    const chain: bigint[] = [];
-    for (let h: bigint | null = hash; h !== null && !host.has(h); h = this.#meta.get(h)?.parent ?? null) {
-      if (!this.#meta.has(h)) break;
-      chain.push(h);
-    }
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const h = chain[i] as bigint;
-      const meta = this.#meta.get(h) as CachedBlock;
-      host.offload(h, meta.parent, meta.tokensHash);
-    }
+    this.#tiers?.registered(hash);
   }
 
   releasePartial(): void {
     this.#partialBlocks--;
   }
 
-  /** Drops a reference; an unused block stays cached (evictable), and recently used on the host. */
+  /** Drops a reference; an unused block stays cached (evictable), and recently used on lower tiers. */
   release(hash: bigint): void {
     const count = this.#refs.get(hash);
     if (count === undefined) return;
-    this.#host?.touch(hash);
+    this.#tiers?.touch(hash);
     if (count <= 1) {
       this.#refs.set(hash, 0);
       this.#lru.set(hash, true);
@@ -147,22 +151,27 @@ export class BlockManager {
   }
 
   /**
-   * Every cached block as one stored event, parents before children, device then host. A block
-   * whose parent was evicted is left out: no prefix match can reach it.
+   * Every cached block as one stored event, parents before children, device then lower tiers (of
+   * the shared object store, the blocks this engine wrote). A block whose parent was evicted is
+   * left out: no prefix match can reach it.
    */
   dump(): KvEvent[] {
-    return [...storedEventsParentsFirst(this.#meta, this.blockSize), ...(this.#host?.dump() ?? [])];
+    return [...storedEventsParentsFirst(this.#meta, this.blockSize), ...(this.#tiers?.dump() ?? [])];
   }
 
-  /** Drops every unused cached block, and the host tier. */
+  /**
+   * Drops every unused cached block, and the host and disk tiers. The shared object store keeps
+   * its blocks; those this engine wrote are announced again after the `kv-cache-cleared`.
+   */
   clear(): void {
-    this.#host?.clear();
+    const kept = this.#tiers?.clear() ?? [];
     for (const hash of this.#lru.keys()) {
       this.#refs.delete(hash);
       this.#meta.delete(hash);
     }
     this.#lru.clear();
     this.#emit([{ type: "kv-cache-cleared" }]);
+    if (kept.length > 0) this.#emit(kept);
   }
 
   #makeRoom(): boolean {

@@ -1,5 +1,6 @@
 import { chainBlockHash, hashBlocks, localBlockHash } from "../../protocol/index.js";
 import type { BlockManager } from "./block-manager.js";
+import type { TierCounts } from "./lower-tiers.js";
 
 /** One request inside the mocker: its tokens, how many have KV computed, and the blocks it holds. */
 export class MockSequence {
@@ -9,18 +10,20 @@ export class MockSequence {
   readonly maxTokens: number;
   /** Tokens whose KV is computed. */
   computed = 0;
-  /** Prompt tokens found in the prefix cache at admission (device and host tier). */
+  /** Prompt tokens found in the prefix cache at admission (device and lower tiers). */
   cachedTokens = 0;
-  /** Of `cachedTokens`, those copied back from the host tier. */
-  hostCachedTokens = 0;
-  /** Tokens the last `adoptCachedPrefix` copied back from the host tier. */
-  onboardedTokens = 0;
+  /** Of `cachedTokens`, those copied back from each lower tier. */
+  tierCachedTokens: TierCounts = { host: 0, disk: 0, object: 0 };
+  /** Tokens the last `adoptCachedPrefix` copied back from each lower tier. */
+  onboardedTokens: TierCounts = { host: 0, disk: 0, object: 0 };
   generated = 0;
   cancelled = false;
   /** Disaggregated decode: the prompt's KV came from a prefill worker, which sampled this first token. */
   importedFirstToken: number | undefined;
   readonly #fullBlocks: bigint[] = [];
   #holdsPartial = false;
+  /** Leading blocks whose use this request has counted (once per request, for the disk filter). */
+  #usesCounted = 0;
   /** Local and sequence hashes of the prompt's full blocks, computed once. */
   #promptHashes: { local: bigint[]; sequence: bigint[] } | undefined;
 
@@ -41,30 +44,36 @@ export class MockSequence {
   }
 
   /**
-   * Takes the cached prefix of the tokens: blocks on the device, then the blocks that follow them on
-   * the host tier, copied back into device blocks while there are free ones. Returns the tokens
-   * covered.
+   * Takes the cached prefix of the tokens, block by block while some tier holds the next one: from
+   * the device if it caches it, otherwise copied back from the fastest lower tier into a device
+   * block while there are free ones. Returns the tokens covered.
    */
   adoptCachedPrefix(blocks: BlockManager): number {
     const fullBlocks = Math.floor((this.tokens.length - 1) / blocks.blockSize);
     const { local, sequence } = this.#hashesUpTo(fullBlocks, blocks.blockSize);
-    const hashes = sequence.slice(0, fullBlocks);
-    const hit = blocks.cachedPrefix(hashes);
-    for (let b = 0; b < hit; b++) {
-      const hash = hashes[b] as bigint;
-      blocks.acquireCached(hash);
+    const onboarded: TierCounts = { host: 0, disk: 0, object: 0 };
+    let b = 0;
+    for (; b < fullBlocks; b++) {
+      const hash = sequence[b] as bigint;
+      if (blocks.isCached(hash)) {
+        blocks.acquireCached(hash);
+      } else {
+        const from = blocks.lowerTierHolding(hash);
+        if (from === undefined || !blocks.onboard(hash, local[b] as bigint, this.#fullBlocks[b - 1] ?? null, from)) break;
+        onboarded[from] += blocks.blockSize;
+      }
       this.#fullBlocks.push(hash);
+      this.#countUse(blocks, b, hash);
     }
-    let onboarded = 0;
-    const onHost = blocks.hostPrefix(hashes, hit);
-    for (let b = hit; b < hit + onHost; b++) {
-      if (!blocks.onboard(hashes[b] as bigint, local[b] as bigint, this.#fullBlocks[b - 1] ?? null)) break;
-      this.#fullBlocks.push(hashes[b] as bigint);
-      onboarded++;
-    }
-    this.onboardedTokens = onboarded * blocks.blockSize;
-    this.computed = (hit + onboarded) * blocks.blockSize;
+    this.onboardedTokens = onboarded;
+    this.computed = b * blocks.blockSize;
     return this.computed;
+  }
+
+  #countUse(blocks: BlockManager, index: number, hash: bigint): void {
+    if (index < this.#usesCounted) return;
+    blocks.used(hash);
+    this.#usesCounted = index + 1;
   }
 
   /** Hashes of at least the first `count` full blocks (prompt blocks are hashed once). */
@@ -97,6 +106,7 @@ export class MockSequence {
         const hash = parent === null ? local : (this.#promptHashes?.sequence[index] ?? chainBlockHash(parent, local));
         blocks.commitFull(hash, local, parent);
         this.#fullBlocks.push(hash);
+        this.#countUse(blocks, index, hash);
         this.#holdsPartial = false;
       }
     }

@@ -11,8 +11,11 @@ import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillResult } f
 import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
 import { BlockManager } from "./block-manager.js";
 import { HostTier } from "./host-tier.js";
+import { KvTier } from "./kv-tier.js";
+import { LOWER_TIERS, type TierCounts } from "./lower-tiers.js";
 import { MockSequence } from "./mock-sequence.js";
 import { MockText } from "./mock-text.js";
+import type { ObjectTier } from "./object-tier.js";
 import { MockScheduler } from "./scheduler.js";
 import { polynomialTimingModel, type TimingModel } from "./timing-model.js";
 
@@ -38,6 +41,18 @@ export interface MockerEngineOptions {
   readonly hostKvBlocks?: number;
   /** Host-to-device copy bandwidth for onboarding, GB/s. Default 25 (PCIe 5 x16, in practice). */
   readonly hostGbps?: number;
+  /**
+   * Disk-tier (local NVMe) capacity in blocks; 0, the default, means none. A block goes there only
+   * from its second use on (KVBM's frequency filter), from the host tier or else the device.
+   */
+  readonly diskKvBlocks?: number;
+  /** Disk-to-device bandwidth for onboarding, GB/s. Default 5 (an NVMe drive). */
+  readonly diskGbps?: number;
+  /**
+   * An object tier (remote object store) shared with other engines: every registered block is
+   * written through, and any engine onboards from it at its bandwidth. Its block size must match.
+   */
+  readonly objectTier?: ObjectTier;
 }
 
 interface Pending {
@@ -57,6 +72,7 @@ export class MockerEngine implements Engine {
   readonly #scheduler: MockScheduler;
   readonly #pending = new Map<MockSequence, Pending>();
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
+  readonly #tierListeners = new Set<(requestId: string, tokens: Readonly<TierCounts>) => void>();
   readonly #text: MockText;
   readonly #clock: Clock;
   readonly #kvBytesPerToken: number;
@@ -87,15 +103,28 @@ export class MockerEngine implements Engine {
       for (const listener of this.#listeners) listener(events);
     };
     const hostBlocks = options.hostKvBlocks ?? 0;
-    const host = hostBlocks > 0 ? new HostTier(hostBlocks, blockSize, emit) : undefined;
-    this.#blocks = new BlockManager(kvBlocks, blockSize, emit, host);
+    const diskBlocks = options.diskKvBlocks ?? 0;
+    const object = options.objectTier;
+    if (object && object.blockSize !== blockSize) {
+      throw new ArmatureError(
+        "CONFIG_INVALID",
+        `the shared object tier holds blocks of ${object.blockSize} tokens; this engine's blockSize is ${blockSize}`,
+      );
+    }
+    this.#blocks = new BlockManager(kvBlocks, blockSize, emit, {
+      host: hostBlocks > 0 ? new HostTier(hostBlocks, blockSize, emit) : undefined,
+      disk: diskBlocks > 0 ? new KvTier("disk", diskBlocks, blockSize, emit) : undefined,
+      object,
+    });
     const speedup = options.speedupRatio ?? 1;
-    const bytesPerMs = (options.hostGbps ?? 25) * 1e6;
+    const gbps: TierCounts = { host: options.hostGbps ?? 25, disk: options.diskGbps ?? 5, object: object?.gbps ?? 1 };
+    const blockBytes = blockSize * this.#kvBytesPerToken;
     this.#scheduler = new MockScheduler({
       clock: this.#clock,
       blocks: this.#blocks,
       timing: options.timing ?? polynomialTimingModel(speedup),
-      onboardMs: (tokens) => (tokens * this.#kvBytesPerToken) / bytesPerMs / speedup,
+      // Each tier's blocks take their bytes over its bandwidth (GB/s = 1e6 bytes per ms), one after the other.
+      onboardMs: (blocks) => LOWER_TIERS.reduce((ms, tier) => ms + (blocks[tier] * blockBytes) / (gbps[tier] * 1e6), 0) / speedup,
       maxBatchedTokens: this.info.maxBatchedTokens,
       maxSequences: this.info.maxSequences,
       nextToken: (s) => this.#text.tokenAt(s.tokens, s.promptLength, s.generated),
@@ -106,6 +135,15 @@ export class MockerEngine implements Engine {
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` as each request ends (not the decode half of a disaggregated one) with the
+   * prompt tokens it took from each lower tier; request-end reports only the host's part.
+   */
+  onTierHits(listener: (requestId: string, tokens: Readonly<TierCounts>) => void): () => void {
+    this.#tierListeners.add(listener);
+    return () => this.#tierListeners.delete(listener);
   }
 
   load(): EngineLoad {
@@ -181,13 +219,17 @@ export class MockerEngine implements Engine {
           );
         }
         const finishReason: FinishReason = sequence.cancelled ? "cancelled" : "length";
+        if (sequence.importedFirstToken === undefined) {
+          for (const listener of this.#tierListeners) listener(request.requestId, sequence.tierCachedTokens);
+        }
+        const hostCachedTokens = sequence.tierCachedTokens.host;
         yield {
           type: "request-end",
           finishReason,
           promptTokens: sequence.promptLength,
           completionTokens: sequence.generated,
           cachedTokens: sequence.cachedTokens,
-          ...(sequence.hostCachedTokens > 0 ? { hostCachedTokens: sequence.hostCachedTokens } : {}),
+          ...(hostCachedTokens > 0 ? { hostCachedTokens } : {}),
         };
         return;
       }

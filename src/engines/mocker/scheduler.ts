@@ -1,5 +1,6 @@
 import type { Clock } from "../../runtime/index.js";
 import type { BlockManager } from "./block-manager.js";
+import { LOWER_TIERS, type TierCounts } from "./lower-tiers.js";
 import type { MockSequence } from "./mock-sequence.js";
 import type { TimingModel } from "./timing-model.js";
 
@@ -7,8 +8,8 @@ export interface SchedulerOptions {
   readonly clock: Clock;
   readonly blocks: BlockManager;
   readonly timing: TimingModel;
-  /** Milliseconds to copy `tokens` tokens of KV from the host tier to the device. Default: free. */
-  readonly onboardMs?: (tokens: number) => number;
+  /** Milliseconds to copy KV blocks from the lower tiers to the device (blocks per tier). Default: free. */
+  readonly onboardMs?: (blocks: TierCounts) => number;
   readonly maxBatchedTokens: number;
   readonly maxSequences: number;
   /** Called after each step for every sequence that got a new token or ended. */
@@ -125,8 +126,7 @@ export class MockScheduler {
       const cached = s.adoptCachedPrefix(blocks);
       if (s.generated === 0) {
         s.cachedTokens = Math.min(cached, s.promptLength);
-        // An admission that failed after onboarding finds those blocks on the device next time.
-        s.hostCachedTokens = Math.min(Math.max(s.hostCachedTokens, s.onboardedTokens), s.cachedTokens);
+        attributeTiers(s);
       }
       if (s.importedFirstToken !== undefined && s.generated === 0) {
         if (!this.#admitImported(s)) break;
@@ -149,8 +149,8 @@ export class MockScheduler {
       prefillTokens += done;
       if (s.remaining === 0) stepped.add(s);
     }
-    // Copies from the host tier hold the step up (modelled as synchronous loads, as LMCache does).
-    const onboardMs = this.#o.onboardMs?.(blocks.takeOnboarded() * blocks.blockSize) ?? 0;
+    // Copies from lower tiers hold the step up (modelled as synchronous loads, as LMCache does).
+    const onboardMs = this.#o.onboardMs?.(blocks.takeOnboarded()) ?? 0;
     // Imported admissions cost no modelled time; the next step decodes them.
     if (stepped.size === 0 && prefillTokens === 0) {
       if (onboardMs > 0) await this.#o.clock.sleep(onboardMs);
@@ -224,4 +224,19 @@ export class MockScheduler {
       if (at >= 0) list.splice(at, 1);
     }
   }
+}
+
+/**
+ * Which tiers a sequence's cached prompt tokens came from. An admission that failed after
+ * onboarding finds those blocks on the device next time, so each tier keeps the most it ever
+ * served; clamped, fastest tier first, so the tiers never add up past `cachedTokens`.
+ */
+function attributeTiers(s: MockSequence): void {
+  let left = s.cachedTokens;
+  const next: TierCounts = { host: 0, disk: 0, object: 0 };
+  for (const tier of LOWER_TIERS) {
+    next[tier] = Math.min(Math.max(s.tierCachedTokens[tier], s.onboardedTokens[tier]), left);
+    left -= next[tier];
+  }
+  s.tierCachedTokens = next;
 }
