@@ -83,6 +83,9 @@ export interface ServeOptions {
   readonly kvBlocks: number | undefined;
   readonly hostKvBlocks: number | undefined;
   readonly hostGbps: number | undefined;
+  /** Mocker: disk-tier (G3) blocks per worker and its onboarding bandwidth, GB/s. */
+  readonly diskKvBlocks: number | undefined;
+  readonly diskGbps: number | undefined;
   /** KV block manager tiers (llamacpp): G2 host bytes, G3 folder and bytes, G4 object store URL. */
   readonly kvHostBytes: number | undefined;
   readonly kvDiskDir: string | undefined;
@@ -298,6 +301,16 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_HOST_GBPS",
     help: "mocker: host-to-device copy bandwidth for onboarding, GB/s (default 25)",
   },
+  "disk-kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_DISK_KV_BLOCKS",
+    help: "mocker: disk-tier KV blocks per worker; blocks used twice go there, evicted prefixes come back (default 0: none)",
+  },
+  "disk-gbps": {
+    type: "number",
+    env: "ARMATURE_DISK_GBPS",
+    help: "mocker: disk-to-device read bandwidth for onboarding, GB/s (default 5, an NVMe drive)",
+  },
   "kv-host-bytes": {
     type: "string",
     env: "ARMATURE_KV_HOST_BYTES",
@@ -489,6 +502,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvBlocks: num("kv-blocks", true, 1),
     hostKvBlocks: num("host-kv-blocks", true, 0),
     hostGbps: num("host-gbps", false, Number.MIN_VALUE),
+    diskKvBlocks: num("disk-kv-blocks", true, 0),
+    diskGbps: num("disk-gbps", false, Number.MIN_VALUE),
     kvHostBytes: size("kv-host-bytes"),
     kvDiskDir: str("kv-disk-dir"),
     kvDiskBytes: size("kv-disk-bytes"),

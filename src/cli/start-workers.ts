@@ -90,6 +90,8 @@ export async function startWorkers(
             ...(options.kvBlocks ? { kvBlocks: options.kvBlocks } : {}),
             ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
             ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
+            ...(options.diskKvBlocks ? { diskKvBlocks: options.diskKvBlocks } : {}),
+            ...(options.diskGbps ? { diskGbps: options.diskGbps } : {}),
           });
       const exportLimits = {
         maxExports: options.maxKvExports,
