@@ -15,7 +15,8 @@ import {
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
        [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
-       [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]]
+       [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
+       [--object-kv-blocks N [--object-gbps G]]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]`;
 
@@ -55,6 +56,10 @@ export async function replayCommand(
       "kv-overlap-weight": { type: "string", default: "1" },
       "host-kv-blocks": { type: "string", default: "0" },
       "host-gbps": { type: "string", default: "25" },
+      "disk-kv-blocks": { type: "string", default: "0" },
+      "disk-gbps": { type: "string", default: "5" },
+      "object-kv-blocks": { type: "string", default: "0" },
+      "object-gbps": { type: "string", default: "1" },
       "lower-tier-weight": { type: "string", default: "0.8" },
     },
   });
@@ -113,6 +118,10 @@ export async function replayCommand(
       kvBlocks: number("kv-blocks", values["kv-blocks"], 1),
       hostKvBlocks: number("host-kv-blocks", values["host-kv-blocks"], 0),
       hostGbps: number("host-gbps", values["host-gbps"], Number.MIN_VALUE),
+      diskKvBlocks: number("disk-kv-blocks", values["disk-kv-blocks"], 0),
+      diskGbps: number("disk-gbps", values["disk-gbps"], Number.MIN_VALUE),
+      objectKvBlocks: number("object-kv-blocks", values["object-kv-blocks"], 0),
+      objectGbps: number("object-gbps", values["object-gbps"], Number.MIN_VALUE),
       lowerTierWeight: number("lower-tier-weight", values["lower-tier-weight"], 0),
       traceBlockSize,
       timing,
@@ -133,16 +142,17 @@ export async function replayCommand(
     out(
       `${trace.length} requests, ${results[0]?.deployment ?? ""} workers, speedup ${speedup}; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
     );
-    const tiers = results.some((r) => r.host_hit_rate > 0);
+    const tiers = results.some((r) => r.host_hit_rate > 0 || r.disk_hit_rate > 0 || r.object_hit_rate > 0);
+    const percent = (rate: number): string => `${(100 * rate).toFixed(1)}%`;
     out(
-      `| policy | completed | hit rate${tiers ? " (from host)" : ""} | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s | sim s | wall s |\n`,
+      `| policy | completed | hit rate${tiers ? " (from host / disk / object)" : ""} | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s | sim s | wall s |\n`,
     );
     out("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const r of results) {
       const f = (s: { mean: number; p50: number; p99: number }) =>
         `${s.mean.toFixed(0)} / ${s.p50.toFixed(0)} / ${s.p99.toFixed(0)}`;
       out(
-        `| ${r.policy} | ${r.completed}/${r.requests} | ${(100 * r.hit_rate).toFixed(1)}%${tiers ? ` (${(100 * r.host_hit_rate).toFixed(1)}%)` : ""} | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
+        `| ${r.policy} | ${r.completed}/${r.requests} | ${percent(r.hit_rate)}${tiers ? ` (${percent(r.host_hit_rate)} / ${percent(r.disk_hit_rate)} / ${percent(r.object_hit_rate)})` : ""} | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
       );
     }
   }

@@ -1,4 +1,4 @@
-import { MockerEngine, type SeededRandom, type TimingModel } from "../engines/index.js";
+import { MockerEngine, type ObjectTier, type SeededRandom, type TimingModel } from "../engines/index.js";
 import { silentLogger } from "../observability/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import {
@@ -33,6 +33,11 @@ export interface PoolOptions {
   readonly hostKvBlocks?: number;
   /** Host-to-device bandwidth for onboarding, GB/s. */
   readonly hostGbps?: number | undefined;
+  /** Disk-tier blocks per worker (0: none), and its bandwidth for onboarding, GB/s. */
+  readonly diskKvBlocks?: number;
+  readonly diskGbps?: number | undefined;
+  /** One object tier every worker of the replay shares. */
+  readonly objectTier?: ObjectTier | undefined;
   /** What a lower-tier block saves of prefill in the KV policy, against 1 on the device. */
   readonly lowerTierWeight?: number | undefined;
 }
@@ -78,6 +83,9 @@ export class ReplayPool {
           kvBytesPerToken: o.kvBytesPerToken,
           hostKvBlocks: o.hostKvBlocks ?? 0,
           ...(o.hostGbps !== undefined ? { hostGbps: o.hostGbps } : {}),
+          diskKvBlocks: o.diskKvBlocks ?? 0,
+          ...(o.diskGbps !== undefined ? { diskGbps: o.diskGbps } : {}),
+          ...(o.objectTier ? { objectTier: o.objectTier } : {}),
           ...(o.timing ? { timing: o.timing } : {}),
         }),
     );

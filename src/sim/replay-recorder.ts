@@ -1,3 +1,4 @@
+import type { TierCounts } from "../engines/index.js";
 import { type Summary, summarize } from "./latency-stats.js";
 
 /** Latency targets a request must meet to count towards goodput. */
@@ -14,20 +15,34 @@ export class ReplayRecorder {
   promptTokens = 0;
   cachedTokens = 0;
   hostCachedTokens = 0;
+  diskCachedTokens = 0;
+  objectCachedTokens = 0;
   outputTokens = 0;
   completed = 0;
   #withinSlo = 0;
   /** Requests prefilled on a prefill worker, and those prefilled where they decoded. */
   remotePrefills = 0;
   localPrefills = 0;
+  /** Prompt tokens each request took from each lower tier, until it completes. */
+  readonly #tierHits = new Map<string, Readonly<TierCounts>>();
 
   constructor(slo: ServiceLevel, ttftSink?: number[]) {
     this.#slo = slo;
     this.ttft = ttftSink ?? [];
   }
 
-  /** One completed request: its TTFT, mean ITL (undefined with one token) and token counts. */
+  /** What a request took from each lower tier (an engine reports it as the request ends). */
+  noteTierHits(requestId: string, tokens: Readonly<TierCounts>): void {
+    this.#tierHits.set(requestId, tokens);
+  }
+
+  /**
+   * One completed request: its TTFT, mean ITL (undefined with one token) and token counts. Its
+   * lower-tier tokens are those noted for `requestId`; without a note, the host's are
+   * `hostCachedTokens`.
+   */
   complete(r: {
+    requestId?: string | undefined;
     ttftMs: number;
     itlMs: number | undefined;
     promptTokens: number;
@@ -38,7 +53,11 @@ export class ReplayRecorder {
     this.completed++;
     this.promptTokens += r.promptTokens;
     this.cachedTokens += r.cachedTokens;
-    this.hostCachedTokens += r.hostCachedTokens ?? 0;
+    const tiers = r.requestId === undefined ? undefined : this.#tierHits.get(r.requestId);
+    if (r.requestId !== undefined) this.#tierHits.delete(r.requestId);
+    this.hostCachedTokens += tiers ? tiers.host : (r.hostCachedTokens ?? 0);
+    this.diskCachedTokens += tiers?.disk ?? 0;
+    this.objectCachedTokens += tiers?.object ?? 0;
     this.outputTokens += r.outputTokens;
     this.ttft.push(r.ttftMs);
     if (r.itlMs !== undefined) this.#itl.push(r.itlMs);
@@ -54,6 +73,16 @@ export class ReplayRecorder {
   /** The part of the hit rate served from host tiers. */
   get hostHitRate(): number {
     return this.promptTokens === 0 ? 0 : this.hostCachedTokens / this.promptTokens;
+  }
+
+  /** The part of the hit rate served from disk tiers. */
+  get diskHitRate(): number {
+    return this.promptTokens === 0 ? 0 : this.diskCachedTokens / this.promptTokens;
+  }
+
+  /** The part of the hit rate served from the object tier. */
+  get objectHitRate(): number {
+    return this.promptTokens === 0 ? 0 : this.objectCachedTokens / this.promptTokens;
   }
 
   get ttftSummary(): Summary {

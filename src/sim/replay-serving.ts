@@ -40,6 +40,7 @@ async function stream(
       count += item.tokenIds.length;
     } else if (item.finishReason === "length" || item.finishReason === "stop") {
       recorder.complete({
+        requestId: request.requestId,
         ttftMs: first - arrival,
         itlMs: count > 1 ? (last - first) / (count - 1) : undefined,
         promptTokens: item.promptTokens,

@@ -66,6 +66,47 @@ test("a host tier serves prefixes the devices evicted: higher hit rate, part of 
   assert.deepEqual({ ...tiered, wall_seconds: 0 }, { ...again, wall_seconds: 0 }, "deterministic with tiers too");
 });
 
+test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and each tier's share within it", async () => {
+  // 40 device and 48 host blocks per worker lose most of 6 sessions' growing prompts; a session's
+  // blocks reach disk (512) from their second use, and its next turn finds them there.
+  const options = {
+    trace: conversationTrace(),
+    workers: 2,
+    blockSize: 16,
+    traceBlockSize: 64,
+    kvBlocks: 40,
+    hostKvBlocks: 48,
+    policy: "kv",
+  } as const;
+  const hostOnly = await replay(options);
+  const withDisk = await replay({ ...options, diskKvBlocks: 512 });
+  const allTiers = await replay({ ...options, diskKvBlocks: 512, objectKvBlocks: 1024 });
+  assert.deepEqual([hostOnly.completed, withDisk.completed, allTiers.completed], [30, 30, 30]);
+  assert.equal(hostOnly.disk_hit_rate, 0);
+  assert.ok(withDisk.disk_hit_rate > 0, "some hits came back from disk");
+  assert.ok(withDisk.hit_rate > hostOnly.hit_rate, `with disk ${withDisk.hit_rate} vs host only ${hostOnly.hit_rate}`);
+  assert.equal(withDisk.object_hit_rate, 0);
+  assert.ok(allTiers.object_hit_rate > 0, "some hits came from the shared object tier");
+  for (const r of [hostOnly, withDisk, allTiers]) {
+    const parts = [r.host_hit_rate, r.disk_hit_rate, r.object_hit_rate];
+    for (const part of parts) assert.ok(part >= 0 && part <= r.hit_rate, `${part} outside [0, ${r.hit_rate}]`);
+    const sum = r.host_hit_rate + r.disk_hit_rate + r.object_hit_rate;
+    assert.ok(sum <= r.hit_rate + 1e-12, `tiers ${parts} add up past ${r.hit_rate}`);
+    assert.ok(r.hit_rate <= sharedCacheHitBound(options.trace, 64, 16) + 1e-9);
+  }
+});
+
+test("a shared object tier lets round-robin find prefixes another worker computed", async () => {
+  const options = { trace: conversationTrace(), workers: 3, blockSize: 16, traceBlockSize: 64, policy: "round-robin" } as const;
+  const alone = await replay(options);
+  const shared = await replay({ ...options, objectKvBlocks: 1024 });
+  assert.equal(alone.object_hit_rate, 0);
+  // Every session's earlier turns are in the store, whichever worker ran them: the unlimited
+  // shared cache's bound is reached.
+  assert.ok(Math.abs(shared.hit_rate - sharedCacheHitBound(options.trace, 64, 16)) < 1e-9, `${shared.hit_rate}`);
+  assert.ok(shared.object_hit_rate > 0 && shared.object_hit_rate <= shared.hit_rate);
+});
+
 test("the TTFT chart draws one curve and one legend entry per policy", () => {
   const svg = renderTtftChart(
     [

@@ -1,4 +1,4 @@
-import { SeededRandom, type TimingModel } from "../engines/index.js";
+import { ObjectTier, SeededRandom, type TimingModel } from "../engines/index.js";
 import type { GenerateRequest } from "../protocol/index.js";
 import { VirtualClock } from "../runtime/index.js";
 import { type CostModel, defaultCostModels } from "../transfer/index.js";
@@ -37,6 +37,14 @@ export interface ReplayOptions {
   readonly hostKvBlocks?: number;
   /** Host-to-device bandwidth that onboards host-tier blocks, GB/s. Default 25. */
   readonly hostGbps?: number;
+  /** Disk-tier capacity per worker, in blocks (blocks used twice go there). Default 0: no disk tier. */
+  readonly diskKvBlocks?: number;
+  /** Disk-to-device bandwidth that onboards disk-tier blocks, GB/s. Default 5. */
+  readonly diskGbps?: number;
+  /** Object-tier capacity in blocks, one tier shared by every worker. Default 0: no object tier. */
+  readonly objectKvBlocks?: number;
+  /** Object-store-to-device bandwidth that onboards object-tier blocks, GB/s. Default 1. */
+  readonly objectGbps?: number;
   /** KV policy: what a host-tier block saves of prefill, against 1 on the device. Default 0.8. */
   readonly lowerTierWeight?: number;
   /** Longest prompt plus completion a worker takes. Default 131072 (Mooncake's traces reach ~122k). */
@@ -62,10 +70,14 @@ export interface ReplayResult {
   readonly deployment: string;
   readonly requests: number;
   readonly completed: number;
-  /** Prompt tokens served from a worker's prefix cache (device or host tier) / all prompt tokens. */
+  /** Prompt tokens served from a worker's prefix cache (device or lower tiers) / all prompt tokens. */
   readonly hit_rate: number;
   /** The part of `hit_rate` copied back from host tiers. */
   readonly host_hit_rate: number;
+  /** The part of `hit_rate` copied back from disk tiers. */
+  readonly disk_hit_rate: number;
+  /** The part of `hit_rate` copied back from the shared object tier. */
+  readonly object_hit_rate: number;
   readonly ttft_ms: Summary;
   readonly itl_ms: Summary;
   readonly throughput_tok_s: number;
@@ -89,17 +101,26 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const traceBlockSize = options.traceBlockSize ?? 512;
   const rng = new SeededRandom(options.seed ?? 1);
   const kvBytesPerToken = options.kvBytesPerToken ?? 131072;
+  const blockSize = options.blockSize ?? 64;
+  const objectKvBlocks = options.objectKvBlocks ?? 0;
+  const objectTier =
+    objectKvBlocks > 0
+      ? new ObjectTier({ capacityBlocks: objectKvBlocks, blockSize, ...(options.objectGbps ? { gbps: options.objectGbps } : {}) })
+      : undefined;
   const common = {
     policy: options.policy,
     clock,
     rng,
-    blockSize: options.blockSize ?? 64,
+    blockSize,
     kvBlocks: options.kvBlocks ?? 16384,
     contextLength: options.contextLength ?? 131072,
     kvBytesPerToken,
     timing: options.timing,
     hostKvBlocks: options.hostKvBlocks ?? 0,
     hostGbps: options.hostGbps,
+    diskKvBlocks: options.diskKvBlocks ?? 0,
+    diskGbps: options.diskGbps,
+    objectTier,
     lowerTierWeight: options.lowerTierWeight,
   };
   const prefillCount = options.prefill ?? 0;
@@ -114,6 +135,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     overlapWeight: disaggregated ? 0 : (options.overlapWeight ?? 1),
   });
   const recorder = new ReplayRecorder(options.slo ?? {}, options.ttftSink);
+  for (const engine of [...mainPool.engines, ...(prefillPool?.engines ?? [])]) {
+    engine.onTierHits((requestId, tokens) => recorder.noteTierHits(requestId, tokens));
+  }
   const model = {
     thresholdTokens: options.disaggThreshold ?? 0,
     maxPrefillQueue: options.maxPrefillQueue ?? Number.POSITIVE_INFINITY,
@@ -163,6 +187,8 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     completed: recorder.completed,
     hit_rate: recorder.hitRate,
     host_hit_rate: recorder.hostHitRate,
+    disk_hit_rate: recorder.diskHitRate,
+    object_hit_rate: recorder.objectHitRate,
     ttft_ms: recorder.ttftSummary,
     itl_ms: recorder.itlSummary,
     throughput_tok_s: simSeconds === 0 ? 0 : recorder.outputTokens / simSeconds,
