@@ -7,6 +7,7 @@ import { frontendCommand, routerCommand, workerCommand } from "./distributed-com
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
 import { installLastResortHandlers } from "./process-guards.js";
+import { PROFILE_USAGE, profileCommand } from "./profile-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
 import { resolveServeOptions, serveUsage } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
@@ -25,6 +26,8 @@ usage:
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature bench --url U --model M (--concurrency N | --rate R | --trace F)
                                   load an OpenAI-compatible server: TTFT, ITL, throughput, goodput
+  armature profile --engine mocker|llamacpp --out F [--svg C]
+                                  measure one engine directly: the worker profile the planner reads
   armature hash --block-size B --tokens 1,2,… [--lora NAME] [--json]
                                   Dynamo-compatible block hashes of a token list
   armature trace synth|convert …  write Mooncake traces: sine/step/burst load shapes, or from Azure's CSVs
@@ -58,6 +61,7 @@ const commands: Record<string, { run: (argv: readonly string[]) => Promise<numbe
   model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
   replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
   bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },
+  profile: { run: (argv) => profileCommand(argv, out, err), usage: () => PROFILE_USAGE },
   hash: { run: (argv) => hashCommand(argv, out), usage: () => HASH_USAGE },
   trace: { run: (argv) => traceCommand(argv, out), usage: () => TRACE_USAGE },
 };
