@@ -27,3 +27,6 @@ export type {
   WorkerBound,
 } from "./replica-calculator.js";
 export { calculateReplicas, decodeOperatingPoint, sizeDecode, sizePrefill } from "./replica-calculator.js";
+export type { PlannerDecisionRecord, PlannerDeps, PlannerSignals, PlannerState } from "./planner.js";
+export { Planner } from "./planner.js";
+export { PlannerMetrics } from "./planner-metrics.js";

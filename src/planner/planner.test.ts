@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { PrometheusMeter, silentLogger } from "../observability/index.js";
+import type { WorkerRole } from "../protocol/index.js";
+import { VirtualClock } from "../runtime/index.js";
+import { VirtualConnector } from "./connectors/virtual-connector.js";
+import type { IntervalLoad } from "./interval-load.js";
+import type { WorkerLatencyEstimate } from "./latency-estimate.js";
+import { Planner, type PlannerDecisionRecord } from "./planner.js";
+import { compilePlannerOptions, type PlannerOptions } from "./planner-options.js";
+import { parseProfile } from "./profile.js";
+
+const profile = parseProfile(readFileSync(new URL("./fixtures/tiny-profile.json", import.meta.url), "utf8"), "tiny-profile.json");
+
+function setup(options: PlannerOptions, traffic: IntervalLoad, estimate: WorkerLatencyEstimate) {
+  const clock = new VirtualClock();
+  let next = 0;
+  const connector = new VirtualConnector({
+    clock,
+    roles: ["aggregated"],
+    startupDelayMs: 0,
+    initialWorkers: { aggregated: ["w0"] },
+    workers: {
+      addWorker: () => `w${++next}`,
+      drainWorker: async () => {},
+      removeWorker: () => {},
+    },
+  });
+  const meter = new PrometheusMeter();
+  const decisions: PlannerDecisionRecord[] = [];
+  const planner = Planner.start({
+    options: compilePlannerOptions(options),
+    clock,
+    connector,
+    meter,
+    logger: silentLogger,
+    signals: { takeInterval: () => traffic, estimates: () => [estimate] },
+    onDecision: (d) => decisions.push(d),
+  });
+  const desired = async (role: WorkerRole = "aggregated") => (await connector.replicas(role)).desired;
+  return { clock, planner, meter, decisions, desired, close: () => Promise.all([planner.close(), connector.close()]) };
+}
+
+const quiet: WorkerLatencyEstimate = { ttftMs: 450, itlMs: 45 };
+
+test("the throughput loop sizes the pool from the profile and raises it to that floor at once", async () => {
+  // 10 req/s of 1,000 prompt and 100 output tokens, no KV hits, constant predictor (the next
+  // interval is this one). From the tiny profile: prefill 1,000 tokens at 10,000 tokens/s →
+  // 10 × 1,000 / 10,000 = 1.0 worker. Decode at context 1,000 + 100 / 2 = 1,050: ITL at 64
+  // sequences = 40 + (64 − 40) × 50 / 2,000 = 40.6 ms ≤ 50, so 64 sequences at
+  // 1,600 − 600 × 50 / 2,000 = 1,585 tokens/s → 10 × 100 / 1,585 = 0.631 worker.
+  // Aggregated: ⌈1.0 + 0.631⌉ = 2 workers.
+  const traffic = { requestsPerSecond: 10, meanInputTokens: 1000, meanOutputTokens: 100, kvHitRate: 0 };
+  const { clock, planner, meter, decisions, desired, close } = setup(
+    { mode: "sla", profile, predictor: "constant", intervalSeconds: 60, loadIntervalSeconds: 10, sloTtftMs: 500, sloItlMs: 50 },
+    traffic,
+    quiet,
+  );
+  try {
+    assert.equal(await desired(), 1);
+    await clock.advance(60_000);
+    assert.equal(await desired(), 2);
+    const floor = decisions.find((d) => d.loop === "throughput");
+    assert.deepEqual([floor?.from, floor?.to, floor?.action, floor?.applied], [1, 2, "floor", true]);
+    const state = planner.state();
+    assert.deepEqual(state.predicted, traffic);
+    assert.equal(state.pools.aggregated?.floor, 2);
+    const metrics = await meter.render();
+    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated"\} 2/);
+    assert.match(metrics, /armature_planner_predicted_load\{quantity="requests_per_second"\} 10/);
+    assert.match(
+      metrics,
+      /armature_planner_decisions_total\{pool="aggregated",loop="throughput",action="floor",applied="true"\} 1/,
+    );
+  } finally {
+    await close();
+  }
+});
+
+test("the load loop adds a worker when every estimate breaks the SLA, then waits out its cool-down", async () => {
+  const { clock, decisions, desired, close } = setup(
+    { mode: "load", loadIntervalSeconds: 5, cooldownSeconds: 30, sloTtftMs: 500, sloItlMs: 50 },
+    { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
+    { ttftMs: 900, itlMs: 30 },
+  );
+  try {
+    await clock.advance(5_000);
+    assert.equal(await desired(), 2);
+    await clock.advance(25_000);
+    assert.equal(await desired(), 2, "within the 30 s cool-down of the last change");
+    await clock.advance(5_000);
+    assert.equal(await desired(), 3);
+    assert.deepEqual(
+      decisions.filter((d) => d.action === "up").map((d) => [d.atMs, d.from, d.to]),
+      [
+        [5_000, 1, 2],
+        [35_000, 2, 3],
+      ],
+    );
+  } finally {
+    await close();
+  }
+});
+
+test("in advisory mode the planner decides and reports but changes nothing", async () => {
+  const { clock, planner, desired, close } = setup(
+    { mode: "load", advisory: true, loadIntervalSeconds: 5 },
+    { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
+    { ttftMs: 900, itlMs: 30 },
+  );
+  try {
+    await clock.advance(20_000);
+    assert.equal(await desired(), 1);
+    const ups = planner.state().decisions.filter((d) => d.action === "up");
+    assert.ok(ups.length >= 1);
+    assert.ok(ups.every((d) => !d.applied));
+  } finally {
+    await close();
+  }
+});

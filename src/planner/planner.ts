@@ -1,0 +1,242 @@
+import type { Logger, MetricMeter } from "../observability/index.js";
+import type { WorkerRole } from "../protocol/index.js";
+import type { Clock } from "../runtime/index.js";
+import type { ScalingConnector } from "./connectors/scaling-connector.js";
+import { type IntervalLoad, LoadForecaster } from "./interval-load.js";
+import type { WorkerLatencyEstimate } from "./latency-estimate.js";
+import { type LoadDecision, LoadLoop, type LoadObservation, type PoolName, type PoolObservation } from "./load-loop.js";
+import { PlannerMetrics } from "./planner-metrics.js";
+import type { CompiledPlannerOptions } from "./planner-options.js";
+import { calculateReplicas, type ReplicaPlan } from "./replica-calculator.js";
+
+/** Decisions kept for `GET /v1/planner`. */
+const KEPT_DECISIONS = 100;
+
+/** What the planner reads of the deployment; the caller binds it to routers, workers or a replay. */
+export interface PlannerSignals {
+  /** Traffic since the previous call (request rate, mean lengths, KV hit rate); the window restarts. */
+  takeInterval(nowMs: number): IntervalLoad;
+  /** One latency estimate per ready worker of the pool, for a request arriving now. */
+  estimates(pool: PoolName, load: IntervalLoad): readonly WorkerLatencyEstimate[];
+}
+
+/** One decision as logged, exported and kept: when, which loop, what it saw and what it did. */
+export interface PlannerDecisionRecord {
+  readonly atMs: number;
+  readonly loop: "load" | "throughput";
+  readonly pool: PoolName;
+  readonly from: number;
+  readonly to: number;
+  /** `up`, `down`, `hold`, or `floor` (the throughput loop raised the pool to its floor). */
+  readonly action: "up" | "down" | "hold" | "floor";
+  readonly reason: string;
+  readonly applied: boolean;
+}
+
+/** What `GET /v1/planner` shows. */
+export interface PlannerState {
+  readonly mode: CompiledPlannerOptions["mode"];
+  readonly layout: CompiledPlannerOptions["layout"];
+  readonly advisory: boolean;
+  readonly sloTtftMs: number;
+  readonly sloItlMs: number;
+  readonly minWorkers: number;
+  readonly maxWorkers: number;
+  readonly pools: Record<string, { desired: number; ready: number; floor: number }>;
+  readonly observed: IntervalLoad | undefined;
+  readonly predicted: IntervalLoad | undefined;
+  readonly plan: ReplicaPlan | undefined;
+  readonly decisions: readonly PlannerDecisionRecord[];
+}
+
+export interface PlannerDeps {
+  readonly options: CompiledPlannerOptions;
+  readonly clock: Clock;
+  readonly connector: ScalingConnector;
+  readonly signals: PlannerSignals;
+  readonly meter?: MetricMeter | undefined;
+  readonly logger: Logger;
+  /** Hears every decision (replay keeps the timeline). */
+  readonly onDecision?: ((record: PlannerDecisionRecord) => void) | undefined;
+}
+
+/**
+ * The SLA planner: Dynamo's two loops on a clock. Every `loadIntervalSeconds` the load loop judges
+ * each pool's live latency estimates against the SLAs and moves it ±1; in `sla` mode, every
+ * `intervalSeconds` the throughput loop predicts the next interval's traffic and sizes the pools
+ * from the profile, and that size is the load loop's floor. Decisions go to the connector (none in
+ * advisory mode), the log, the metrics and `state()`.
+ */
+export class Planner {
+  readonly #deps: PlannerDeps;
+  readonly #loop: LoadLoop;
+  readonly #forecaster: LoadForecaster;
+  readonly #metrics: PlannerMetrics | undefined;
+  readonly #stop = new AbortController();
+  readonly #decisions: PlannerDecisionRecord[] = [];
+  readonly #floors = new Map<PoolName, number>();
+  readonly #pools: Record<string, { desired: number; ready: number; floor: number }> = {};
+  readonly #running: Promise<void>[] = [];
+  #observed: IntervalLoad | undefined;
+  #predicted: IntervalLoad | undefined;
+  #plan: ReplicaPlan | undefined;
+
+  private constructor(deps: PlannerDeps) {
+    this.#deps = deps;
+    this.#loop = new LoadLoop(deps.options);
+    this.#forecaster = new LoadForecaster(deps.options.predictor, deps.options.predictorOptions);
+    this.#metrics = deps.meter ? PlannerMetrics.for(deps.meter) : undefined;
+  }
+
+  /** Starts both loops (the throughput loop only in `sla` mode). */
+  static start(deps: PlannerDeps): Planner {
+    const planner = new Planner(deps);
+    const { options } = deps;
+    planner.#running.push(planner.#every(options.loadIntervalSeconds * 1000, () => planner.loadTick()));
+    if (options.mode === "sla")
+      planner.#running.push(planner.#every(options.intervalSeconds * 1000, () => planner.throughputTick()));
+    return planner;
+  }
+
+  /** The pools this layout scales. */
+  get pools(): readonly PoolName[] {
+    return this.#deps.options.layout === "disaggregated" ? ["prefill", "decode"] : ["aggregated"];
+  }
+
+  /** One load-loop decision, applied (tests and replay may call it directly). */
+  async loadTick(): Promise<LoadDecision> {
+    const { clock, connector, signals, options } = this.#deps;
+    const now = clock.now();
+    const load = this.#predicted ??
+      this.#observed ?? { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 };
+    const pool = async (name: PoolName): Promise<PoolObservation> => {
+      const count = await connector.replicas(name as WorkerRole);
+      this.#remember(name, count.desired, count.ready);
+      return { workers: count.desired, estimates: signals.estimates(name, load), floorWorkers: this.#floors.get(name) ?? 0 };
+    };
+    const observation: LoadObservation =
+      options.layout === "disaggregated"
+        ? { layout: "disaggregated", prefill: await pool("prefill"), decode: await pool("decode") }
+        : { layout: "aggregated", pool: await pool("aggregated") };
+    const decision = this.#loop.decide(now, observation);
+    for (const d of decision.pools) {
+      await this.#apply({
+        atMs: now,
+        loop: "load",
+        pool: d.pool,
+        from: d.currentWorkers,
+        to: d.targetWorkers,
+        action: d.direction,
+        reason: d.reason,
+        applied: false,
+      });
+    }
+    return decision;
+  }
+
+  /** One throughput-loop decision: observe the interval, predict the next, size the pools (their floors). */
+  async throughputTick(): Promise<ReplicaPlan | undefined> {
+    const { clock, signals, options } = this.#deps;
+    const now = clock.now();
+    this.#observed = signals.takeInterval(now);
+    this.#forecaster.observe(this.#observed);
+    this.#predicted = this.#forecaster.forecast();
+    this.#metrics?.predicted(this.#predicted);
+    if (!options.profile) return undefined;
+    const plan = calculateReplicas(this.#predicted, options.profile, options);
+    this.#plan = plan;
+    const floors: Array<[PoolName, number]> =
+      plan.layout === "disaggregated"
+        ? [
+            ["prefill", plan.prefillWorkers],
+            ["decode", plan.decodeWorkers],
+          ]
+        : [["aggregated", plan.workers]];
+    for (const [pool, floor] of floors) {
+      this.#floors.set(pool, floor);
+      const count = await this.#deps.connector.replicas(pool as WorkerRole);
+      this.#remember(pool, count.desired, count.ready);
+      // Below its floor a pool is raised at once; above it, the load loop brings it down step by step.
+      if (count.desired < floor) {
+        await this.#apply({
+          atMs: now,
+          loop: "throughput",
+          pool,
+          from: count.desired,
+          to: floor,
+          action: "floor",
+          reason: plan.reason,
+          applied: false,
+        });
+      }
+    }
+    return plan;
+  }
+
+  state(): PlannerState {
+    const o = this.#deps.options;
+    return {
+      mode: o.mode,
+      layout: o.layout,
+      advisory: o.advisory,
+      sloTtftMs: o.sloTtftMs,
+      sloItlMs: o.sloItlMs,
+      minWorkers: o.minWorkers,
+      maxWorkers: o.maxWorkers,
+      pools: structuredClone(this.#pools),
+      observed: this.#observed,
+      predicted: this.#predicted,
+      plan: this.#plan,
+      decisions: [...this.#decisions],
+    };
+  }
+
+  /** Stops the loops; a decision being applied finishes first. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await Promise.allSettled(this.#running);
+  }
+
+  async #apply(record: PlannerDecisionRecord): Promise<void> {
+    const change = record.to !== record.from;
+    let applied = false;
+    if (change && !this.#deps.options.advisory) {
+      try {
+        await this.#deps.connector.scale(record.pool as WorkerRole, record.to);
+        applied = true;
+      } catch (error) {
+        this.#deps.logger.warn(
+          { pool: record.pool, to: record.to, err: (error as Error).message },
+          "the planner's scaling failed",
+        );
+      }
+    }
+    const done = { ...record, applied };
+    this.#metrics?.decision(done);
+    if (change) {
+      this.#remember(record.pool, applied ? record.to : record.from, this.#pools[record.pool]?.ready ?? 0);
+      this.#decisions.push(done);
+      if (this.#decisions.length > KEPT_DECISIONS) this.#decisions.shift();
+      this.#deps.logger.info({ ...done, observed: this.#observed, predicted: this.#predicted }, "planner decision");
+    }
+    this.#deps.onDecision?.(done);
+  }
+
+  #remember(pool: PoolName, desired: number, ready: number): void {
+    this.#pools[pool] = { desired, ready, floor: this.#floors.get(pool) ?? 0 };
+    this.#metrics?.replicas(pool, desired, ready);
+  }
+
+  async #every(periodMs: number, tick: () => Promise<unknown>): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      try {
+        await this.#deps.clock.sleep(periodMs, signal);
+        await tick();
+      } catch (error) {
+        if (signal.aborted) return;
+        this.#deps.logger.warn({ err: (error as Error).message }, "a planner tick failed");
+      }
+    }
+  }
+}
