@@ -30,3 +30,4 @@ export { calculateReplicas, decodeOperatingPoint, sizeDecode, sizePrefill } from
 export type { PlannerDecisionRecord, PlannerDeps, PlannerSignals, PlannerState } from "./planner.js";
 export { Planner } from "./planner.js";
 export { PlannerMetrics } from "./planner-metrics.js";
+export { type FinishedRequest, TrafficWindow } from "./traffic-window.js";

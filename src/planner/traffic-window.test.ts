@@ -1,0 +1,22 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { TrafficWindow } from "./traffic-window.js";
+
+test("an interval's rate, mean lengths and hit rate, hand-worked", () => {
+  const window = new TrafficWindow(0);
+  // Over 4 s: three requests of 100/300/200 prompt tokens (50 + 150 + 0 cached), 10/20/30 output tokens.
+  window.record(1000, { inputTokens: 100, outputTokens: 10, cachedTokens: 50, ttftMs: 40, itlMs: 5 });
+  window.record(2000, { inputTokens: 300, outputTokens: 20, cachedTokens: 150, ttftMs: 80, itlMs: 7 });
+  window.record(3000, { inputTokens: 200, outputTokens: 30, cachedTokens: 0, ttftMs: 60 });
+  // 3 / 4 s = 0.75 req/s; 600 / 3 = 200 in; 60 / 3 = 20 out; 200 cached / 600 = 1/3.
+  assert.deepEqual(window.takeInterval(4000), {
+    requestsPerSecond: 0.75,
+    meanInputTokens: 200,
+    meanOutputTokens: 20,
+    kvHitRate: 1 / 3,
+  });
+  // TTFT (40 + 80 + 60) / 3 = 60; ITL (5 + 7) / 2 = 6 (the third had one token).
+  assert.deepEqual(window.measured(4000), { ttftMs: 60, itlMs: 6 });
+  assert.deepEqual(window.takeInterval(6000), { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 });
+  assert.equal(window.measured(40_000), undefined, "latencies older than 30 s are forgotten");
+});
