@@ -101,7 +101,7 @@ test("no change within the cool-down of the last change", () => {
   assert.equal(aggregated(loop, 0, pool(2, 600, 20)).targetWorkers, 3);
   const cooling = aggregated(loop, 10_000, pool(3, 600, 20));
   assert.deepEqual([cooling.targetWorkers, cooling.direction], [3, "hold"]);
-  assert.match(cooling.reason, /cooling down: changed 10 s ago, --cooldown 30 s/);
+  assert.match(cooling.reason, /cooling down: changed 10 s ago, --planner-cooldown 30 s/);
   assert.equal(aggregated(loop, 29_999, pool(3, 600, 20)).targetWorkers, 3);
   assert.equal(aggregated(loop, 30_000, pool(3, 600, 20)).targetWorkers, 4);
   // A hold starts no cool-down: the clock runs from the last change.

@@ -117,7 +117,7 @@ export class LoadLoop {
     const lastChangeMs = this.#lastChangeMs.get(pool);
     if (target !== current && lastChangeMs !== undefined && nowMs - lastChangeMs < cooldownSeconds * 1000) {
       target = current;
-      reason = `${reason}; cooling down: changed ${format((nowMs - lastChangeMs) / 1000)} s ago, --cooldown ${cooldownSeconds} s`;
+      reason = `${reason}; cooling down: changed ${format((nowMs - lastChangeMs) / 1000)} s ago, --planner-cooldown ${cooldownSeconds} s`;
     }
     const floor = state.floorWorkers ?? 0;
     const lower = Math.max(minWorkers, floor);

@@ -69,10 +69,10 @@ test("targets, intervals and thresholds are refused naming their flags", () => {
   refused({ sloTtftMs: 0 }, "--slo-ttft must be a positive number (milliseconds), got 0");
   refused({ sloItlMs: Number.NaN }, "--slo-itl must be a positive number (milliseconds)");
   refused({ intervalSeconds: -1 }, "--planner-interval must be a positive number (seconds), got -1");
-  refused({ intervalSeconds: 5 }, "--load-interval (5 s) must be shorter than --planner-interval (5 s)");
-  refused({ cooldownSeconds: -1 }, "--cooldown must be a number ≥ 0 (seconds), got -1");
+  refused({ intervalSeconds: 5 }, "--planner-load-interval (5 s) must be shorter than --planner-interval (5 s)");
+  refused({ cooldownSeconds: -1 }, "--planner-cooldown must be a number ≥ 0 (seconds), got -1");
   refused({ scaleDownThreshold: 1.0 }, "--scale-down-threshold (1) must be below --scale-up-threshold (1)");
-  refused({ mode: "fast" as never }, '--planner-mode must be load or sla, got "fast"');
+  refused({ mode: "fast" as never }, '--planner must be load or sla, got "fast"');
   refused({ layout: "split" as never }, '--planner-layout must be aggregated or disaggregated, got "split"');
 });
 
@@ -85,7 +85,7 @@ test("an unknown predictor is refused with the names; bad predictor options by t
 });
 
 test("the sla mode needs a profile", () => {
-  refused({ mode: "sla" }, "--profile is required with --planner-mode sla");
+  refused({ mode: "sla" }, "--profile is required with --planner sla");
   const compiled = compilePlannerOptions({ mode: "sla", profile });
   assert.equal(compiled.profile, profile);
 });

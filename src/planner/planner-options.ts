@@ -15,7 +15,7 @@ export type PlannerLayout = "aggregated" | "disaggregated";
 
 /** The planner's settings; every field has a default. The CLI flag that sets each is named in brackets. */
 export interface PlannerOptions {
-  /** [--planner-mode] Default `load`, which needs no profile. */
+  /** [--planner] Default `load`, which needs no profile. */
   readonly mode?: PlannerMode;
   /** [--planner-layout] Default `aggregated`. */
   readonly layout?: PlannerLayout;
@@ -29,19 +29,19 @@ export interface PlannerOptions {
   readonly maxWorkers?: number;
   /** [--planner-interval] Seconds between throughput-loop decisions. Default 180 (Dynamo's). */
   readonly intervalSeconds?: number;
-  /** [--load-interval] Seconds between load-loop decisions, shorter than `intervalSeconds`. Default 5 (Dynamo's). */
+  /** [--planner-load-interval] Seconds between load-loop decisions, shorter than `intervalSeconds`. Default 5 (Dynamo's). */
   readonly loadIntervalSeconds?: number;
   /** [--predictor] `constant`, `moving-average`, `kalman` or `holt-winters`. Default `kalman`. */
   readonly predictor?: string;
   /** Predictor settings. A `holt-winters` season length, when not given, is one day of intervals. */
   readonly predictorOptions?: PredictorOptions;
-  /** [--cooldown] Seconds after a change of a pool before the load loop changes it again. Default 30. */
+  /** [--planner-cooldown] Seconds after a change of a pool before the load loop changes it again. Default 30. */
   readonly cooldownSeconds?: number;
   /** [--scale-up-threshold] Grow when estimates exceed target × this. Default 1.0. */
   readonly scaleUpThreshold?: number;
   /** [--scale-down-threshold] Shrink when estimates are below target × this; below the up threshold. Default 0.8 (Dynamo's sensitivity 80). */
   readonly scaleDownThreshold?: number;
-  /** [--advisory] Decide and report, change nothing. Default false. */
+  /** [--planner-advisory] Decide and report, change nothing. Default false. */
   readonly advisory?: boolean;
   /** [--profile] The worker profile (`parseProfile`); required in `sla` mode, used by `load` mode when given. */
   readonly profile?: WorkerProfile;
@@ -91,7 +91,7 @@ const SECONDS_PER_DAY = 86_400;
  */
 export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPlannerOptions {
   const merged = { ...PLANNER_DEFAULTS, ...withoutUndefined(options) };
-  const mode = oneOf("--planner-mode", merged.mode, ["load", "sla"] as const);
+  const mode = oneOf("--planner", merged.mode, ["load", "sla"] as const);
   const layout = oneOf("--planner-layout", merged.layout, ["aggregated", "disaggregated"] as const);
   const sloTtftMs = positive("--slo-ttft", merged.sloTtftMs, "milliseconds");
   const sloItlMs = positive("--slo-itl", merged.sloItlMs, "milliseconds");
@@ -104,16 +104,16 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
     );
   }
   const intervalSeconds = positive("--planner-interval", merged.intervalSeconds, "seconds");
-  const loadIntervalSeconds = positive("--load-interval", merged.loadIntervalSeconds, "seconds");
+  const loadIntervalSeconds = positive("--planner-load-interval", merged.loadIntervalSeconds, "seconds");
   if (loadIntervalSeconds >= intervalSeconds) {
-    refuse(`--load-interval (${loadIntervalSeconds} s) must be shorter than --planner-interval (${intervalSeconds} s)`);
+    refuse(`--planner-load-interval (${loadIntervalSeconds} s) must be shorter than --planner-interval (${intervalSeconds} s)`);
   }
   const predictor = merged.predictor;
   if (!isPredictorName(predictor)) {
     refuse(`--predictor "${predictor}" is not a predictor; use one of ${PREDICTOR_NAMES.join(", ")}`);
   }
   const predictorOptions = compilePredictorOptions(withSeason(merged.predictorOptions, predictor, intervalSeconds));
-  const cooldownSeconds = nonNegative("--cooldown", merged.cooldownSeconds, "seconds");
+  const cooldownSeconds = nonNegative("--planner-cooldown", merged.cooldownSeconds, "seconds");
   const scaleUpThreshold = positive("--scale-up-threshold", merged.scaleUpThreshold, "a multiple of the target");
   const scaleDownThreshold = nonNegative("--scale-down-threshold", merged.scaleDownThreshold, "a multiple of the target");
   if (scaleDownThreshold >= scaleUpThreshold) {
@@ -121,10 +121,10 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
       `--scale-down-threshold (${scaleDownThreshold}) must be below --scale-up-threshold (${scaleUpThreshold}), or the planner flaps`,
     );
   }
-  if (typeof merged.advisory !== "boolean") refuse(`--advisory must be true or false, got ${JSON.stringify(merged.advisory)}`);
+  if (typeof merged.advisory !== "boolean") refuse(`--planner-advisory must be true or false, got ${JSON.stringify(merged.advisory)}`);
   const profile = merged.profile;
   if (mode === "sla" && profile === undefined) {
-    refuse("--profile is required with --planner-mode sla: the throughput loop sizes workers from the profile's measurements");
+    refuse("--profile is required with --planner sla: the throughput loop sizes workers from the profile's measurements");
   }
   return {
     mode,
