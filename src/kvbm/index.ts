@@ -7,12 +7,14 @@ export { DEFAULT_DISK_BYTES, type KvbmSettings, openKvBlockManager, wantsKvbm, w
 export {
   assembleState,
   cutBlocks,
+  cutCells,
   type LayerShape,
   parseSequenceState,
   type SequenceStateLayout,
   type StateShape,
   stateTokens,
 } from "./sequence-state.js";
+export { cutStateSuffix, parseStateSuffix, type StateSuffix } from "./state-suffix.js";
 export { DiskTier } from "./tiers/disk-tier.js";
 export { HostTier } from "./tiers/host-tier.js";
 export type { KvTier, TierName } from "./tiers/kv-tier.js";

@@ -6,7 +6,8 @@ import { after, before, describe, test } from "node:test";
 import type { LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
 import { ensureTinyModel, LlamaCppEngine } from "../engines/index.js";
 import { ArmatureError } from "../protocol/errors.js";
-import { assembleState, cutBlocks, parseSequenceState, stateTokens } from "./sequence-state.js";
+import { assembleState, cutBlocks, cutCells, parseSequenceState, stateTokens } from "./sequence-state.js";
+import { cutStateSuffix, parseStateSuffix } from "./state-suffix.js";
 
 const u32 = (...values: number[]): Buffer => Buffer.from(new Uint32Array(values).buffer);
 const i32 = (...values: number[]): Buffer => Buffer.from(new Int32Array(values).buffer);
@@ -109,6 +110,49 @@ describe("hand-built states", () => {
     assert.throws(
       () => assembleState(layout.shape, [10, 11, 12], cutBlocks(state, layout, 2, 0, 2)),
       refusal("NOT_SUPPORTED", /3 tokens for 2 blocks of 2/),
+    );
+  });
+
+  test("cells cut as a partial block, and a partial block assembled last", () => {
+    const state = transposedState();
+    const layout = parseSequenceState(state);
+    // Cell 2 alone: its 2 bytes in each section (K rows of layers 0 and 1, then V elements 0 and 1 of each layer).
+    assert.deepEqual(cutCells(state, layout, 2, 3), hex("05 06 | 15 16 | 25 26 | 35 36 | 45 46 | 55 56"));
+    assert.deepEqual(cutCells(state, layout, 0, 2), cutBlocks(state, layout, 2, 0, 1)[0]);
+    assert.deepEqual(
+      assembleState(layout.shape, [10, 11, 12, 13], [cutCells(state, layout, 0, 3), cutCells(state, layout, 3, 4)]),
+      state,
+    );
+    const threeCells = Buffer.concat([
+      header([10, 11, 12]),
+      u32(1, 3),
+      cells(0, 1, 2),
+      u32(1, 2),
+      Buffer.concat([i32(1), u64(2), hex("01 02 03 04 05 06"), i32(1), u64(2), hex("11 12 13 14 15 16")]),
+      Buffer.concat([
+        i32(1),
+        u32(2, 2),
+        hex("21 22 23 24 25 26 | 31 32 33 34 35 36"),
+        i32(1),
+        u32(2, 2),
+        hex("41 42 43 44 45 46 | 51 52 53 54 55 56"),
+      ]),
+    ]);
+    const firstBlock = cutBlocks(state, layout, 2, 0, 1);
+    assert.deepEqual(assembleState(layout.shape, [10, 11, 12], [...firstBlock, cutCells(state, layout, 2, 3)]), threeCells);
+    assert.throws(() => cutCells(state, layout, 2, 2), refusal("NOT_SUPPORTED", /cells 2..2: the state holds 4 cells/));
+    assert.throws(() => cutCells(state, layout, 0, 5), refusal("NOT_SUPPORTED", /cells 0..5/));
+    // Only the last block may be partial, and no block may be longer than the first.
+    const one = cutCells(state, layout, 0, 1);
+    const two = cutCells(state, layout, 1, 3);
+    assert.throws(() => assembleState(layout.shape, [10, 11, 12], [one, two]), refusal("NOT_SUPPORTED", /not whole blocks/));
+    assert.throws(
+      () => assembleState(layout.shape, [10, 11, 12, 13], [one, cutCells(state, layout, 1, 3), cutCells(state, layout, 3, 4)]),
+      refusal("NOT_SUPPORTED", /not whole blocks/),
+    );
+    assert.throws(
+      () => assembleState(layout.shape, [10, 11, 12, 13], [...firstBlock, cutCells(state, layout, 2, 3)]),
+      refusal("NOT_SUPPORTED", /4 tokens for 2 blocks of 2 \(the last of 1\)/),
     );
   });
 
@@ -243,6 +287,25 @@ describe("states saved by llama.cpp", () => {
         assert.ok(assembleState(layout.shape, tokens, blocks).equals(state));
       });
     });
+
+    test(`a partial last block and a state suffix round trip byte for byte (V ${flashAttention ? "in rows" : "transposed"})`, async () => {
+      await withContext({ flashAttention }, async (sequences) => {
+        const state = await saved(sequences[1]!, prompt, `partial-${flashAttention}.bin`);
+        const layout = parseSequenceState(state);
+        const blocks = cutBlocks(state, layout, blockSize, 0, 18);
+        const tail = cutCells(state, layout, 288, 300);
+        assert.equal(tail.length, 12 * layout.shape.cellBytes);
+        assert.deepEqual(cutCells(state, layout, 16, 32), blocks[1]);
+        assert.ok(assembleState(layout.shape, prompt, [...blocks, tail]).equals(state));
+        // The prompt's state from token 160 on: blocks 10..17 and the 12 cells after them.
+        const suffix = parseStateSuffix(cutStateSuffix(state, layout, blockSize, 160));
+        assert.equal(suffix.fromToken, 160);
+        assert.deepEqual(suffix.tokens, prompt.slice(160));
+        assert.equal(suffix.shapeKey, layout.shape.shapeKey);
+        assert.deepEqual(suffix.blocks, [...blocks.slice(10), tail]);
+        assert.ok(assembleState(layout.shape, prompt, [...blocks.slice(0, 10), ...suffix.blocks]).equals(state));
+      });
+    });
   }
 
   test("a state assembled from the first blocks continues with the same greedy tokens", async () => {
@@ -262,6 +325,14 @@ describe("states saved by llama.cpp", () => {
         assert.deepEqual(target.contextTokens, cached);
         assert.deepEqual(await greedy(target, prompt.slice(cached.length), 16), expected, `${count} blocks`);
       }
+      // The whole prompt, its last 12 tokens a partial block: nothing is left to evaluate but the next token.
+      const path = join(dir, "prefix-partial.bin");
+      await writeFile(path, assembleState(layout.shape, prompt, [...blocks, cutCells(state, layout, 288, 300)]));
+      await target.clearHistory();
+      await target.loadStateFromFile(path, { acceptRisk: true });
+      assert.deepEqual(target.contextTokens, prompt);
+      const next = expected[0] as Token;
+      assert.deepEqual([next, ...(await greedy(target, [next], 15))], expected, "whole prompt with a partial block");
     });
   });
 });

@@ -132,57 +132,97 @@ export function cutBlocks(
   fromBlock: number,
   toBlock: number,
 ): Buffer[] {
-  if (bytes.length !== layout.totalBytes) {
-    unsupported(`the layout is of a ${layout.totalBytes}-byte state, not ${bytes.length} bytes`);
-  }
+  checkLayout(bytes, layout);
   if (!Number.isInteger(blockSize) || blockSize < 1) unsupported(`block size ${blockSize} is not a positive integer`);
   const complete = Math.floor(layout.cellCount / blockSize);
   if (!Number.isInteger(fromBlock) || !Number.isInteger(toBlock) || fromBlock < 0 || fromBlock > toBlock || toBlock > complete) {
     unsupported(`blocks ${fromBlock}..${toBlock}: the state holds ${complete} complete blocks of ${blockSize} tokens`);
   }
-  const { shape, cellCount } = layout;
   const blocks: Buffer[] = [];
   for (let block = fromBlock; block < toBlock; block++) {
-    const out = Buffer.allocUnsafe(blockSize * shape.cellBytes);
-    const first = block * blockSize;
-    let at = 0;
-    for (const [l, layer] of shape.layers.entries()) {
-      const start = layout.keyOffsets[l]! + first * layer.keyRowBytes;
-      at += bytes.copy(out, at, start, start + blockSize * layer.keyRowBytes);
-    }
-    for (const [l, layer] of shape.layers.entries()) {
-      if (!shape.valueTransposed) {
-        const start = layout.valueOffsets[l]! + first * layer.valueRowBytes;
-        at += bytes.copy(out, at, start, start + blockSize * layer.valueRowBytes);
-        continue;
-      }
-      const size = layer.valueElementBytes;
-      for (let element = 0; element < layer.valueElements; element++) {
-        const start = layout.valueOffsets[l]! + (element * cellCount + first) * size;
-        at += bytes.copy(out, at, start, start + blockSize * size);
-      }
-    }
-    blocks.push(out);
+    blocks.push(copyCells(bytes, layout, block * blockSize, (block + 1) * blockSize));
   }
   return blocks;
 }
 
 /**
+ * Copies cells `fromCell` (inclusive) to `toCell` (exclusive) out of a parsed state as one payload in
+ * the layout of a block (see `cutBlocks`) of `toCell − fromCell` cells: what a partial block, such as
+ * a prompt's last, holds. `NOT_SUPPORTED` unless 0 ≤ fromCell < toCell ≤ cellCount.
+ */
+export function cutCells(bytes: Buffer, layout: SequenceStateLayout, fromCell: number, toCell: number): Buffer {
+  checkLayout(bytes, layout);
+  if (
+    !Number.isInteger(fromCell) ||
+    !Number.isInteger(toCell) ||
+    fromCell < 0 ||
+    fromCell >= toCell ||
+    toCell > layout.cellCount
+  ) {
+    unsupported(`cells ${fromCell}..${toCell}: the state holds ${layout.cellCount} cells`);
+  }
+  return copyCells(bytes, layout, fromCell, toCell);
+}
+
+function checkLayout(bytes: Buffer, layout: SequenceStateLayout): void {
+  if (bytes.length !== layout.totalBytes) {
+    unsupported(`the layout is of a ${layout.totalBytes}-byte state, not ${bytes.length} bytes`);
+  }
+}
+
+/** One payload in block layout for cells `first`..`end` (exclusive), bounds already checked. */
+function copyCells(bytes: Buffer, layout: SequenceStateLayout, first: number, end: number): Buffer {
+  const { shape, cellCount } = layout;
+  const cells = end - first;
+  const out = Buffer.allocUnsafe(cells * shape.cellBytes);
+  let at = 0;
+  for (const [l, layer] of shape.layers.entries()) {
+    const start = layout.keyOffsets[l]! + first * layer.keyRowBytes;
+    at += bytes.copy(out, at, start, start + cells * layer.keyRowBytes);
+  }
+  for (const [l, layer] of shape.layers.entries()) {
+    if (!shape.valueTransposed) {
+      const start = layout.valueOffsets[l]! + first * layer.valueRowBytes;
+      at += bytes.copy(out, at, start, start + cells * layer.valueRowBytes);
+      continue;
+    }
+    const size = layer.valueElementBytes;
+    for (let element = 0; element < layer.valueElements; element++) {
+      const start = layout.valueOffsets[l]! + (element * cellCount + first) * size;
+      at += bytes.copy(out, at, start, start + cells * size);
+    }
+  }
+  return out;
+}
+
+/**
  * Builds the state file of `tokens` from blocks that `cutBlocks` made for states of `shape`: cells at
  * positions 0..n-1 in `shape.streamIndex`, each in `shape.sequenceId` (what a single-sequence save
- * writes; the loader puts them in the sequence it loads into). `tokens.length` must be
- * blocks.length × B, every block B × cellBytes long; else `NOT_SUPPORTED`. One allocation, one copy.
+ * writes; the loader puts them in the sequence it loads into). Every block holds the same B cells but
+ * the last, which may hold fewer (a partial block that `cutCells` made); `tokens.length` must be the
+ * cells they hold together, else `NOT_SUPPORTED`. One allocation, one copy.
  */
 export function assembleState(shape: StateShape, tokens: readonly number[], blocks: readonly Buffer[]): Buffer {
   const blockBytes = blocks[0]?.length ?? 0;
-  if (blockBytes === 0 || blockBytes % shape.cellBytes !== 0 || blocks.some((b) => b.length !== blockBytes)) {
+  const lastBytes = blocks.at(-1)?.length ?? 0;
+  const whole = (length: number): boolean => length > 0 && length % shape.cellBytes === 0;
+  if (
+    !whole(blockBytes) ||
+    !whole(lastBytes) ||
+    lastBytes > blockBytes ||
+    blocks.some((b, i) => i < blocks.length - 1 && b.length !== blockBytes)
+  ) {
     unsupported(
       `blocks of ${blocks.map((b) => b.length).join(", ") || "none"} bytes are not whole blocks of ${shape.cellBytes}-byte cells`,
     );
   }
   const blockSize = blockBytes / shape.cellBytes;
-  const n = blocks.length * blockSize;
-  if (tokens.length !== n) unsupported(`${tokens.length} tokens for ${blocks.length} blocks of ${blockSize}`);
+  const cellsOf = blocks.map((b) => b.length / shape.cellBytes);
+  const n = cellsOf.reduce((sum, cells) => sum + cells, 0);
+  if (tokens.length !== n) {
+    const partial = lastBytes < blockBytes ? ` (the last of ${lastBytes / shape.cellBytes})` : "";
+    unsupported(`${tokens.length} tokens for ${blocks.length} blocks of ${blockSize}${partial}`);
+  }
   if (shape.streamIndex >= shape.streamCount) unsupported(`stream ${shape.streamIndex} of ${shape.streamCount}`);
   const out = Buffer.allocUnsafe(stateBytes(shape, n));
   let at = out.writeUInt32LE(MAGIC, 0);
@@ -199,27 +239,27 @@ export function assembleState(shape: StateShape, tokens: readonly number[], bloc
   }
   at = out.writeUInt32LE(shape.valueTransposed ? 1 : 0, at);
   at = out.writeUInt32LE(shape.layers.length, at);
-  let inBlock = 0;
+  // A section (one layer's K, say) starts in every block at its cell count × the bytes per cell of the sections before it.
+  let before = 0;
+  const section = (cellBytes: number): void => {
+    at = copySection(blocks, cellsOf, before, cellBytes, out, at);
+    before += cellBytes;
+  };
   for (const layer of shape.layers) {
     at = out.writeInt32LE(layer.keyType, at);
     at = out.writeBigUInt64LE(BigInt(layer.keyRowBytes), at);
-    at = copySection(blocks, inBlock, blockSize * layer.keyRowBytes, out, at);
-    inBlock += blockSize * layer.keyRowBytes;
+    section(layer.keyRowBytes);
   }
   for (const layer of shape.layers) {
     at = out.writeInt32LE(layer.valueType, at);
     if (!shape.valueTransposed) {
       at = out.writeBigUInt64LE(BigInt(layer.valueRowBytes), at);
-      at = copySection(blocks, inBlock, blockSize * layer.valueRowBytes, out, at);
-      inBlock += blockSize * layer.valueRowBytes;
+      section(layer.valueRowBytes);
       continue;
     }
     at = out.writeUInt32LE(layer.valueElementBytes, at);
     at = out.writeUInt32LE(layer.valueElements, at);
-    for (let element = 0; element < layer.valueElements; element++) {
-      at = copySection(blocks, inBlock, blockSize * layer.valueElementBytes, out, at);
-      inBlock += blockSize * layer.valueElementBytes;
-    }
+    for (let element = 0; element < layer.valueElements; element++) section(layer.valueElementBytes);
   }
   for (let stream = shape.streamIndex + 1; stream < shape.streamCount; stream++) at = out.writeUInt32LE(0, at);
   return out;
@@ -231,10 +271,23 @@ function stateBytes(shape: StateShape, n: number): number {
   return 12 + 4 * n + 4 + 4 * shape.streamCount + 12 * n + 8 + layerHeaders + n * shape.cellBytes;
 }
 
-/** Copies the same section (`length` bytes at `from`) of every block, in block order. */
-function copySection(blocks: readonly Buffer[], from: number, length: number, out: Buffer, at: number): number {
+/**
+ * Copies the same section of every block, in block order: in a block of c cells it starts at
+ * c × `beforeCellBytes` and is c × `cellBytes` long.
+ */
+function copySection(
+  blocks: readonly Buffer[],
+  cellsOf: readonly number[],
+  beforeCellBytes: number,
+  cellBytes: number,
+  out: Buffer,
+  at: number,
+): number {
   let end = at;
-  for (const block of blocks) end += block.copy(out, end, from, from + length);
+  for (const [i, block] of blocks.entries()) {
+    const cells = cellsOf[i] as number;
+    end += block.copy(out, end, cells * beforeCellBytes, cells * (beforeCellBytes + cellBytes));
+  }
   return end;
 }
 
