@@ -2,6 +2,7 @@ import type { Frontend } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
 import { createEmbeddedRuntime, type Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
+import { type EmbeddedPlanner, startEmbeddedPlanner } from "./embedded-planner.js";
 import { readHttpsCredentials } from "./https-credentials.js";
 import { invalidMessageLogger } from "./process-guards.js";
 import type { ServeOptions } from "./serve-options.js";
@@ -36,7 +37,9 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   }
   const { workers, modelName } = started;
   let stack: Awaited<ReturnType<typeof startFrontend>>;
+  let planner: EmbeddedPlanner | undefined;
   try {
+    planner = await startEmbeddedPlanner(options, runtime, logger, meter, started);
     stack = await startFrontend(
       options,
       runtime,
@@ -45,10 +48,12 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
       "embedded",
       false,
       meter,
+      planner?.hooks,
     );
   } catch (error) {
     // The port is taken, say: nothing may keep the process alive after this.
-    await Promise.all(workers.map((w) => w.close(0)));
+    await planner?.close();
+    await Promise.all([...workers, ...(planner?.added() ?? [])].map((w) => w.close(0)));
     await runtime.close();
     throw error;
   }
@@ -58,8 +63,10 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     runtime,
     modelName,
     async close(graceMs = 30_000) {
+      // The planner stops first, so it starts and drains no worker while the deployment closes.
+      await planner?.close();
       await stack.close(graceMs);
-      await Promise.all(workers.map((w) => w.close(graceMs)));
+      await Promise.all([...workers, ...(planner?.added() ?? [])].map((w) => w.close(graceMs)));
       await runtime.close();
     },
   };

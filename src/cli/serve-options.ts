@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
@@ -93,6 +94,8 @@ export interface ServeOptions {
   readonly kvObjectStore: string | undefined;
   /** Host → disk only for blocks used twice (`--kv-disk-filter`, default on). */
   readonly kvDiskFilter: boolean;
+  /** The SLA planner's settings (`--planner load|sla` and its flags); undefined: a fixed fleet. */
+  readonly planner: PlannerOptions | undefined;
 }
 
 /** The PEM files of `--tls-cert`, `--tls-key` and `--tls-ca`. */
@@ -337,6 +340,42 @@ export const serveSettings: Record<string, Setting> = {
     help: "on | off: on writes a block to the disk tier only once it was used twice (default on)",
     choices: ["on", "off"],
   },
+  planner: {
+    type: "string",
+    env: "ARMATURE_PLANNER",
+    help: "load | sla: size the worker pools to meet --slo-ttft/--slo-itl (sla also predicts load from --profile; docs/planner.md)",
+    choices: ["load", "sla"],
+  },
+  profile: { type: "string", env: "ARMATURE_PROFILE", help: "planner: the worker profile from armature profile (JSON)" },
+  "slo-ttft": { type: "number", env: "ARMATURE_SLO_TTFT", help: "planner: time-to-first-token target, ms (default 500)" },
+  "slo-itl": { type: "number", env: "ARMATURE_SLO_ITL", help: "planner: inter-token latency target, ms (default 50)" },
+  "min-workers": { type: "integer", env: "ARMATURE_MIN_WORKERS", help: "planner: fewest workers per pool (default 1)" },
+  "max-workers": { type: "integer", env: "ARMATURE_MAX_WORKERS", help: "planner: worker budget, all pools together (default 8)" },
+  "planner-interval": {
+    type: "number",
+    env: "ARMATURE_PLANNER_INTERVAL",
+    help: "planner: seconds between throughput-loop decisions (default 180)",
+  },
+  "planner-load-interval": {
+    type: "number",
+    env: "ARMATURE_PLANNER_LOAD_INTERVAL",
+    help: "planner: seconds between load-loop decisions (default 5)",
+  },
+  predictor: {
+    type: "string",
+    env: "ARMATURE_PREDICTOR",
+    help: "planner: constant | moving-average | kalman | holt-winters (default kalman)",
+  },
+  "planner-cooldown": {
+    type: "number",
+    env: "ARMATURE_PLANNER_COOLDOWN",
+    help: "planner: seconds a pool holds after a change (default 30)",
+  },
+  "planner-advisory": {
+    type: "boolean",
+    env: "ARMATURE_PLANNER_ADVISORY",
+    help: "planner: decide and report (log, metrics, GET /v1/planner), change nothing",
+  },
   "durable-kv-events": {
     type: "string",
     env: "ARMATURE_DURABLE_KV_EVENTS",
@@ -440,6 +479,34 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     if (bytes === undefined) throw configError(flag, `must be a size in bytes, e.g. 512MiB or 2GiB, got '${value}'`);
     return bytes;
   };
+  /** The planner's flags; any given without --planner is refused by name. */
+  const plannerOptions = (): PlannerOptions | undefined => {
+    const mode = str("planner") as PlannerOptions["mode"] | undefined;
+    const profilePath = str("profile");
+    const given: PlannerOptions = {
+      ...(mode ? { mode } : {}),
+      ...optionalNumber("sloTtftMs", num("slo-ttft", false, Number.MIN_VALUE)),
+      ...optionalNumber("sloItlMs", num("slo-itl", false, Number.MIN_VALUE)),
+      ...optionalNumber("minWorkers", num("min-workers", true, 0)),
+      ...optionalNumber("maxWorkers", num("max-workers", true, 0)),
+      ...optionalNumber("intervalSeconds", num("planner-interval", false, Number.MIN_VALUE)),
+      ...optionalNumber("loadIntervalSeconds", num("planner-load-interval", false, Number.MIN_VALUE)),
+      ...optionalNumber("cooldownSeconds", num("planner-cooldown", false, 0)),
+      ...(str("predictor") !== undefined ? { predictor: str("predictor") as string } : {}),
+      ...(bool("planner-advisory") ? { advisory: true } : {}),
+      ...(profilePath ? { profile: readProfile(profilePath) } : {}),
+    };
+    if (!mode) {
+      const stray = Object.keys(given)[0];
+      if (stray)
+        throw configError(
+          "planner",
+          `is needed by the planner's flags (${stray} was given): add --planner load or --planner sla`,
+        );
+      return undefined;
+    }
+    return given;
+  };
   return {
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
@@ -509,7 +576,27 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvDiskBytes: size("kv-disk-bytes"),
     kvObjectStore: str("kv-object-store"),
     kvDiskFilter: str("kv-disk-filter") !== "off",
+    planner: plannerOptions(),
   };
+}
+
+function optionalNumber<K extends string>(key: K, value: number | undefined): { [P in K]?: number } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: number };
+}
+
+/** The worker profile of `--profile`, parsed; errors name the flag and the file. */
+function readProfile(path: string): WorkerProfile {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (cause) {
+    throw new ArmatureError("CONFIG_INVALID", `--profile ${path} cannot be read: ${(cause as Error).message}`, { cause });
+  }
+  try {
+    return parseProfile(text, path);
+  } catch (error) {
+    throw new ArmatureError("CONFIG_INVALID", `--profile: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 function readConfig(path: string): Record<string, unknown> {

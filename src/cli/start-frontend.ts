@@ -1,4 +1,4 @@
-import { Frontend } from "../frontend/index.js";
+import { Frontend, type FrontendOptions } from "../frontend/index.js";
 import { type Logger, PrometheusMeter } from "../observability/index.js";
 import { ArmatureError, isArmatureError, type ModelCard } from "../protocol/index.js";
 import {
@@ -44,6 +44,8 @@ export async function startFrontend(
   shareLoad = true,
   /** Where `/metrics` reads from; workers in the same process add theirs to it. */
   meter = new PrometheusMeter(),
+  /** A planner's hooks: its state for `GET /v1/planner`, and the finished requests it reads. */
+  planner: Pick<FrontendOptions, "plannerState" | "onRequestFinished"> = {},
 ): Promise<FrontendStack> {
   const apiAccess = createApiAccess(options, meter);
   // Bad certificate files stop the start here, naming the flag, before anything listens.
@@ -131,6 +133,7 @@ export async function startFrontend(
       requestTimeoutMs: options.requestTimeoutMs,
       access: apiAccess?.access,
       tls,
+      ...planner,
     });
   } catch (error) {
     stopRouting();

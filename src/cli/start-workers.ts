@@ -41,13 +41,21 @@ export function transferSecret(options: ServeOptions, runtime: Runtime): string 
   return runtime.discovery instanceof MemoryDiscovery ? randomBytes(32).toString("hex") : undefined;
 }
 
+/** The workers started, and how to start more of them (the planner's in-process connector). */
+export interface StartedWorkers {
+  readonly workers: WorkerHost[];
+  readonly modelName: string;
+  /** Starts one more worker of `role` with the same flags (the next index: its own disk tier folder). */
+  addWorker(role: WorkerRole): Promise<WorkerHost>;
+}
+
 /** Creates an engine per worker role and registers a worker host for each on the runtime. */
 export async function startWorkers(
   options: ServeOptions,
   runtime: Runtime,
   logger: Logger,
   meter: MetricMeter = new PrometheusMeter(),
-): Promise<{ workers: WorkerHost[]; modelName: string }> {
+): Promise<StartedWorkers> {
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
     options.modelName ??
@@ -71,40 +79,48 @@ export async function startWorkers(
   };
   const workers: WorkerHost[] = [];
   const tiers = await openKvTiers(options, runtime);
-  try {
-    for (const [index, role] of workerRoles(options).entries()) {
-      const kvbm = tiers?.(index);
-      const engine: Engine = modelPath
-        ? await LlamaCppEngine.create({
-            modelPath,
-            sequences: options.sequences,
-            contextSizePerSequence: options.contextSize ?? 2048,
-            ...(options.blockSize ? { blockSize: options.blockSize } : {}),
-            ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
-          })
-        : new MockerEngine({
-            speedupRatio: options.speedupRatio,
-            ...(options.contextSize ? { contextLength: options.contextSize } : {}),
-            ...(timing ? { timing } : {}),
-            ...(options.blockSize ? { blockSize: options.blockSize } : {}),
-            ...(options.kvBlocks ? { kvBlocks: options.kvBlocks } : {}),
-            ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
-            ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
-            ...(options.diskKvBlocks ? { diskKvBlocks: options.diskKvBlocks } : {}),
-            ...(options.diskGbps ? { diskGbps: options.diskGbps } : {}),
-          });
-      const exportLimits = {
-        maxExports: options.maxKvExports,
-        maxBytes: options.maxKvExportBytes,
-        minFreeBytes: options.minSharedFreeBytes,
-      };
-      workers.push(await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits }));
+  let started = 0;
+  const addWorker = async (role: WorkerRole): Promise<WorkerHost> => {
+    const index = started++;
+    const kvbm = tiers?.(index);
+    const engine: Engine = modelPath
+      ? await LlamaCppEngine.create({
+          modelPath,
+          sequences: options.sequences,
+          contextSizePerSequence: options.contextSize ?? 2048,
+          ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+          ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
+        })
+      : new MockerEngine({
+          speedupRatio: options.speedupRatio,
+          ...(options.contextSize ? { contextLength: options.contextSize } : {}),
+          ...(timing ? { timing } : {}),
+          ...(options.blockSize ? { blockSize: options.blockSize } : {}),
+          ...(options.kvBlocks ? { kvBlocks: options.kvBlocks } : {}),
+          ...(options.hostKvBlocks ? { hostKvBlocks: options.hostKvBlocks } : {}),
+          ...(options.hostGbps ? { hostGbps: options.hostGbps } : {}),
+          ...(options.diskKvBlocks ? { diskKvBlocks: options.diskKvBlocks } : {}),
+          ...(options.diskGbps ? { diskGbps: options.diskGbps } : {}),
+        });
+    const exportLimits = {
+      maxExports: options.maxKvExports,
+      maxBytes: options.maxKvExportBytes,
+      minFreeBytes: options.minSharedFreeBytes,
+    };
+    try {
+      return await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits });
+    } catch (error) {
+      await engine.close();
+      throw error;
     }
+  };
+  try {
+    for (const role of workerRoles(options)) workers.push(await addWorker(role));
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
     throw error;
   }
-  return { workers, modelName };
+  return { workers, modelName, addWorker };
 }
 
 /**

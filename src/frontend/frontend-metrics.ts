@@ -18,12 +18,23 @@ export interface RequestOutcome {
   readonly hostCachedTokens?: number | undefined;
 }
 
+/** A request as it ended, with its latencies (for listeners such as the planner). */
+export interface FinishedRequestTimings extends RequestOutcome {
+  readonly model: string;
+  /** Time to the first token, ms; absent when none came. */
+  readonly ttftMs: number | undefined;
+  /** Mean time between tokens after the first, ms; absent with fewer than two. */
+  readonly itlMs: number | undefined;
+}
+
 /** Tracks one request's latencies as its tokens arrive. */
 export class RequestTimer {
   readonly #metrics: FrontendMetrics;
   readonly #model: string;
   readonly #startedAt: number;
+  #firstTokenAt: number | undefined;
   #lastTokenAt: number | undefined;
+  #tokens = 0;
   #finished = false;
 
   constructor(metrics: FrontendMetrics, model: string, startedAt = performance.now()) {
@@ -35,7 +46,9 @@ export class RequestTimer {
 
   onTokens(count: number): void {
     const now = performance.now();
+    this.#tokens += count;
     if (this.#lastTokenAt === undefined) {
+      this.#firstTokenAt = now;
       this.#metrics.ttft.observe({ model: this.#model }, (now - this.#startedAt) / 1000);
     } else if (count > 0) {
       const perToken = (now - this.#lastTokenAt) / 1000 / count;
@@ -66,6 +79,16 @@ export class RequestTimer {
     }
     if (outcome.cachedTokens !== undefined) m.cachedTokens.observe({ model }, outcome.cachedTokens);
     if (outcome.hostCachedTokens) m.hostCachedTokensTotal.inc({ model }, outcome.hostCachedTokens);
+    if (m.onFinished) {
+      const first = this.#firstTokenAt;
+      const last = this.#lastTokenAt;
+      m.onFinished({
+        ...outcome,
+        model,
+        ttftMs: first === undefined ? undefined : first - this.#startedAt,
+        itlMs: first !== undefined && last !== undefined && this.#tokens > 1 ? (last - first) / (this.#tokens - 1) : undefined,
+      });
+    }
   }
 }
 
@@ -81,6 +104,8 @@ export class FrontendMetrics {
   readonly outputTokensTotal: CounterMetric;
   readonly cachedTokens: HistogramMetric;
   readonly hostCachedTokensTotal: CounterMetric;
+  /** Hears every request as it ends, with its latencies. */
+  readonly onFinished: ((request: FinishedRequestTimings) => void) | undefined;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -95,7 +120,8 @@ export class FrontendMetrics {
   #knownWorkers = new Set<string>();
   readonly #itlByModel = new Map<string, (seconds: number) => void>();
 
-  constructor(meter: MetricMeter) {
+  constructor(meter: MetricMeter, onFinished?: (request: FinishedRequestTimings) => void) {
+    this.onFinished = onFinished;
     const p = "frontend_";
     this.requests = meter.counter(`${p}requests_total`, "Requests handled, by endpoint, type and outcome", [
       "model",

@@ -8,7 +8,7 @@ import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
 import { type AccessControl, sendAccessDenial } from "./access/index.js";
 import { answerClientError } from "./client-errors.js";
-import { FrontendMetrics } from "./frontend-metrics.js";
+import { type FinishedRequestTimings, FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
 import { ModelPipelines } from "./model-pipelines.js";
@@ -36,6 +36,10 @@ export interface FrontendOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** Serve HTTPS on `port` with these credentials. Default: plain HTTP. */
   readonly tls?: TlsOptions | undefined;
+  /** The planner's state for `GET /v1/planner`, when a planner sizes this deployment. */
+  readonly plannerState?: (() => unknown) | undefined;
+  /** Hears every request as it ends, with its latencies (the planner's traffic window). */
+  readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
 }
 
 /** HTTPS credentials as PEM text; where they come from (files, a secret store) is the caller's business. */
@@ -67,7 +71,7 @@ export class Frontend {
   private constructor(options: FrontendOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: "frontend" });
-    this.#metrics = new FrontendMetrics(options.meter);
+    this.#metrics = new FrontendMetrics(options.meter, options.onRequestFinished);
     this.#pipelines = new ModelPipelines(options.router.workers);
     const handle = (req: IncomingMessage, res: ServerResponse): void => {
       const handling = this.#dispatch(req, res).catch((error: unknown) => {
@@ -166,13 +170,35 @@ export class Frontend {
         return handleHealth(res, this.#o.router, headers);
       case "GET /live":
         return handleLive(res, headers);
+      case "GET /v1/planner":
+        return this.#o.plannerState
+          ? sendJson(res, 200, this.#o.plannerState(), headers)
+          : sendJson(
+              res,
+              404,
+              toHttpError(
+                new ArmatureError(
+                  "REQUEST_INVALID",
+                  "no planner sizes this deployment: start it with --planner load or --planner sla",
+                ),
+              ).body,
+              headers,
+            );
       case "GET /metrics":
         if (this.#o.kvIndexer) this.#metrics.refreshKvEvents(this.#o.kvIndexer.applied);
         if (this.#o.invalidMessages) this.#metrics.refreshInvalidMessages(this.#o.invalidMessages.counts);
         this.#metrics.setQueuePending(this.#o.router.queuedRequests);
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
-        const known = ["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/live", "/metrics"].includes(path);
+        const known = [
+          "/v1/chat/completions",
+          "/v1/completions",
+          "/v1/models",
+          "/v1/planner",
+          "/health",
+          "/live",
+          "/metrics",
+        ].includes(path);
         const error = new ArmatureError(
           "REQUEST_INVALID",
           known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`,

@@ -13,10 +13,10 @@ import { parseProfile } from "./profile.js";
 
 const profile = parseProfile(readFileSync(new URL("./fixtures/tiny-profile.json", import.meta.url), "utf8"), "tiny-profile.json");
 
-function setup(options: PlannerOptions, traffic: IntervalLoad, estimate: WorkerLatencyEstimate) {
+async function setup(options: PlannerOptions, traffic: IntervalLoad, estimate: WorkerLatencyEstimate) {
   const clock = new VirtualClock();
   let next = 0;
-  const connector = new VirtualConnector({
+  const connector = await VirtualConnector.create({
     clock,
     roles: ["aggregated"],
     startupDelayMs: 0,
@@ -52,7 +52,7 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
   // 1,600 − 600 × 50 / 2,000 = 1,585 tokens/s → 10 × 100 / 1,585 = 0.631 worker.
   // Aggregated: ⌈1.0 + 0.631⌉ = 2 workers.
   const traffic = { requestsPerSecond: 10, meanInputTokens: 1000, meanOutputTokens: 100, kvHitRate: 0 };
-  const { clock, planner, meter, decisions, desired, close } = setup(
+  const { clock, planner, meter, decisions, desired, close } = await setup(
     { mode: "sla", profile, predictor: "constant", intervalSeconds: 60, loadIntervalSeconds: 10, sloTtftMs: 500, sloItlMs: 50 },
     traffic,
     quiet,
@@ -79,7 +79,7 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
 });
 
 test("the load loop adds a worker when every estimate breaks the SLA, then waits out its cool-down", async () => {
-  const { clock, decisions, desired, close } = setup(
+  const { clock, decisions, desired, close } = await setup(
     { mode: "load", loadIntervalSeconds: 5, cooldownSeconds: 30, sloTtftMs: 500, sloItlMs: 50 },
     { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
     { ttftMs: 900, itlMs: 30 },
@@ -104,7 +104,7 @@ test("the load loop adds a worker when every estimate breaks the SLA, then waits
 });
 
 test("in advisory mode the planner decides and reports but changes nothing", async () => {
-  const { clock, planner, desired, close } = setup(
+  const { clock, planner, desired, close } = await setup(
     { mode: "load", advisory: true, loadIntervalSeconds: 5 },
     { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
     { ttftMs: 900, itlMs: 30 },

@@ -12,7 +12,7 @@ export interface FinishedRequest {
   readonly itlMs?: number | undefined;
 }
 
-/** Latencies averaged for the load loop: the requests of this many most recent ms. */
+/** Latencies averaged for the load loop by default: the requests of this many most recent ms. */
 const LATENCY_WINDOW_MS = 30_000;
 
 /**
@@ -21,6 +21,7 @@ const LATENCY_WINDOW_MS = 30_000;
  * measured estimate when no profile turns worker load into one.
  */
 export class TrafficWindow {
+  readonly #windowMs: number;
   #since: number;
   #count = 0;
   #input = 0;
@@ -28,8 +29,10 @@ export class TrafficWindow {
   #cached = 0;
   readonly #recent: Array<{ at: number; ttftMs?: number | undefined; itlMs?: number | undefined }> = [];
 
-  constructor(startMs: number) {
+  /** `latencyWindowMs`: how far back `measured` looks (default 30 s). */
+  constructor(startMs: number, latencyWindowMs = LATENCY_WINDOW_MS) {
     this.#since = startMs;
+    this.#windowMs = latencyWindowMs;
   }
 
   record(nowMs: number, request: FinishedRequest): void {
@@ -59,7 +62,7 @@ export class TrafficWindow {
     return load;
   }
 
-  /** Mean TTFT and ITL of the requests finished in the last 30 s; undefined when none. */
+  /** Mean TTFT and ITL of the requests finished within the latency window; undefined when none. */
   measured(nowMs: number): WorkerLatencyEstimate | undefined {
     this.#trim(nowMs);
     const ttft = this.#recent.flatMap((r) => (r.ttftMs === undefined ? [] : [r.ttftMs]));
@@ -69,7 +72,7 @@ export class TrafficWindow {
   }
 
   #trim(nowMs: number): void {
-    while (this.#recent.length > 0 && (this.#recent[0]?.at ?? nowMs) < nowMs - LATENCY_WINDOW_MS) this.#recent.shift();
+    while (this.#recent.length > 0 && (this.#recent[0]?.at ?? nowMs) < nowMs - this.#windowMs) this.#recent.shift();
   }
 }
 

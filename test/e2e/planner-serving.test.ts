@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { startServe } from "../helpers/armature-process.js";
+
+// `armature serve --planner load` on the mocker: a load the SLA cannot hold adds workers in the
+// same process; when requests stop finishing, it drains them back to --min-workers, and a request
+// still streaming on a drained worker completes.
+interface PlannerState {
+  pools: Record<string, { desired: number; ready: number }>;
+  decisions: Array<{ action: string; applied: boolean; from: number; to: number }>;
+}
+
+async function complete(url: string, maxTokens: number): Promise<number> {
+  const response = await fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "armature-mocker", prompt: "hello", max_tokens: maxTokens, ignore_eos: true }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  const body = (await response.json()) as { usage: { completion_tokens: number } };
+  return body.usage.completion_tokens;
+}
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, limitMs = 20_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test("the load planner adds workers under a load its SLA cannot hold and drains them when it stops", async () => {
+  // Every request breaks a 1 ms TTFT target: the load loop adds a worker per second up to 3.
+  const server = await startServe([
+    "--engine",
+    "mocker",
+    "--speedup-ratio",
+    "10",
+    "--planner",
+    "load",
+    "--slo-ttft",
+    "1",
+    "--slo-itl",
+    "1000",
+    "--max-workers",
+    "3",
+    "--planner-load-interval",
+    "1",
+    "--planner-interval",
+    "60",
+    "--planner-cooldown",
+    "1",
+  ]);
+  try {
+    const state = async () => (await (await fetch(`${server.url}/v1/planner`)).json()) as PlannerState;
+    let busy = true;
+    const load = (async () => {
+      while (busy) await Promise.all([complete(server.url, 4), complete(server.url, 4)]);
+    })();
+    const grown = await until("the pool grows to 3", state, (s) => s.pools.aggregated?.desired === 3);
+    assert.ok(grown.decisions.some((d) => d.action === "up" && d.applied));
+    const health = (await (await fetch(`${server.url}/health`)).json()) as { instances?: unknown[]; workers?: unknown[] };
+    assert.equal((health.instances ?? health.workers ?? []).length, 3, JSON.stringify(health));
+    busy = false;
+    await load;
+    // A long request keeps streaming while no request finishes: the planner reads the deployment
+    // as idle and drains workers, this one's included if it is picked; it must still complete.
+    const long = complete(server.url, 3000);
+    await until("the pool drains to 1", state, (s) => s.pools.aggregated?.desired === 1, 30_000);
+    assert.equal(await long, 3000);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated"\} 1/);
+    assert.match(metrics, /armature_planner_decisions_total\{pool="aggregated",loop="load",action="down",applied="true"\} 2/);
+  } finally {
+    assert.equal(await server.stop("SIGTERM"), 0, server.output());
+  }
+});
+
+test("without a planner GET /v1/planner is 404; planner flags without --planner and sla without a profile are refused", async () => {
+  const server = await startServe(["--engine", "mocker"]);
+  try {
+    const response = await fetch(`${server.url}/v1/planner`);
+    assert.equal(response.status, 404);
+    assert.match(((await response.json()) as { error: { message: string } }).error.message, /--planner load or --planner sla/);
+  } finally {
+    assert.equal(await server.stop("SIGTERM"), 0);
+  }
+  const { resolveServeOptions } = await import("../../src/cli/serve-options.js");
+  assert.throws(() => resolveServeOptions(["--slo-ttft", "200"], {}), /--planner .*add --planner load or --planner sla/);
+  const { compilePlannerOptions } = await import("../../src/planner/index.js");
+  const options = resolveServeOptions(["--planner", "sla"], {});
+  assert.throws(() => compilePlannerOptions(options.planner), /--profile is required with --planner sla/);
+  assert.throws(
+    () => resolveServeOptions(["--planner", "sla", "--profile", "/nonexistent.json"], {}),
+    /--profile \/nonexistent.json cannot be read/,
+  );
+});
