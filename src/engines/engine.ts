@@ -17,9 +17,22 @@ export interface EngineLoad {
 }
 
 /** Where a prefill-only run left the prompt's KV cache. */
-export type KvExport =
+export type KvExport = (
   | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly bytes: number }
-  | { readonly format: "modelled"; readonly bytes: number };
+  | { readonly format: "modelled"; readonly bytes: number }
+) &
+  ExportedFrom;
+
+/**
+ * An export may leave out the first tokens, which the decode worker holds already: for llama.cpp
+ * the file is then a KV state suffix (src/kvbm/state-suffix.ts) rather than a sequence state.
+ */
+export interface ExportedFrom {
+  /** The first prompt token the export holds; absent or 0: the whole prompt. */
+  readonly fromToken?: number | undefined;
+  /** With `fromToken`: the bytes the whole prompt's export would have taken. */
+  readonly wholeBytes?: number | undefined;
+}
 
 /** What a prefill-only run produced. `firstToken` is absent when generation ended at once. */
 export interface PrefillResult {
@@ -30,10 +43,26 @@ export interface PrefillResult {
   readonly kv: KvExport | undefined;
 }
 
-/** KV computed elsewhere that a generation starts from instead of prefilling. */
-export type ImportedKv =
+/**
+ * KV computed elsewhere that a generation starts from instead of prefilling. With `fromToken` it
+ * holds the prompt from that token on and the engine puts the prefix it holds itself before it; an
+ * engine that no longer holds that prefix refuses the import (retryable `TRANSFER_FAILED`).
+ */
+export type ImportedKv = (
   | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly firstToken: number }
-  | { readonly format: "modelled"; readonly firstToken: number; readonly transferMs: number };
+  | { readonly format: "modelled"; readonly firstToken: number; readonly transferMs: number }
+) & { readonly fromToken?: number | undefined };
+
+export interface PrefillOptions {
+  readonly signal: AbortSignal;
+  /** Where a llama.cpp export is written. */
+  readonly exportPath: string;
+  /**
+   * Prompt tokens the decode worker is said to hold (`Disaggregation.decodeHeldTokens`): the export
+   * may start at the last block boundary at or before it, short of the prompt's last token. Default 0.
+   */
+  readonly decodeHeldTokens?: number | undefined;
+}
 
 export interface GenerateOptions {
   readonly signal: AbortSignal;
@@ -54,7 +83,7 @@ export interface Engine {
    * Prefill phase of a disaggregated request: computes the prompt's KV and first token and exports
    * the KV (a llama.cpp state file at `exportPath`). Engines without it serve only aggregated.
    */
-  prefill?(request: GenerateRequest, options: { signal: AbortSignal; exportPath: string }): Promise<PrefillResult>;
+  prefill?(request: GenerateRequest, options: PrefillOptions): Promise<PrefillResult>;
   /** KV events in the order the cache changed. Returns a function that stops listening. */
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void;
   load(): EngineLoad;
@@ -62,4 +91,14 @@ export interface Engine {
   dumpKvEvents(): KvEvent[];
   /** Stops accepting work, cancels what runs, frees memory. */
   close(): Promise<void>;
+}
+
+/**
+ * Where an export for a decode worker said to hold `decodeHeldTokens` of a `promptTokens`-token
+ * prompt starts: the last block boundary at or before it, leaving at least the last prompt token
+ * (whose cell the decode worker cannot have from a block it holds whole). 0: the whole prompt.
+ */
+export function exportFromToken(decodeHeldTokens: number | undefined, promptTokens: number, blockSize: number): number {
+  const held = Math.max(0, Math.min(decodeHeldTokens ?? 0, promptTokens - 1));
+  return Math.floor(held / blockSize) * blockSize;
 }

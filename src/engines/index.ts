@@ -1,5 +1,15 @@
 export { ByteTokenizer } from "./byte-tokenizer.js";
-export type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, KvExport, PrefillResult } from "./engine.js";
+export {
+  type Engine,
+  type EngineInfo,
+  type EngineLoad,
+  exportFromToken,
+  type GenerateOptions,
+  type ImportedKv,
+  type KvExport,
+  type PrefillOptions,
+  type PrefillResult,
+} from "./engine.js";
 export type { LlamaCppEngineOptions } from "./llamacpp/llamacpp-engine.js";
 export { LlamaCppEngine } from "./llamacpp/llamacpp-engine.js";
 export type { TierCounts } from "./mocker/lower-tiers.js";

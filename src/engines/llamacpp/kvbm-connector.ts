@@ -144,6 +144,21 @@ export class KvbmConnector {
   }
 
   /**
+   * The payloads of the prompt's first `count` blocks as the tiers store them, with the shape they
+   * assemble into; undefined when the tiers hold fewer (a block missing or failing its checks).
+   * Blocks read from below the host tier are kept on the host tier, as an onboarding keeps them.
+   */
+  async storedBlocks(tokens: readonly number[], count: number): Promise<{ blocks: Buffer[]; shape: StateShape } | undefined> {
+    const blockSize = this.manager.blockSize;
+    const hashes = hashBlocks(tokens.slice(0, count * blockSize), blockSize);
+    if (count < 1 || hashes.sequence.length < count) return undefined;
+    this.manager.noteUse(hashes.sequence);
+    const prefix = await this.manager.onboard(hashes, count, 0);
+    if (!prefix || prefix.records.length < count) return undefined;
+    return { blocks: prefix.records.map((r) => r.payload), shape: this.#shape };
+  }
+
+  /**
    * Copies the complete blocks the sequence holds and some tier lacks down the tiers: the bytes
    * of blocks only the device has are cut from a saved state (one save per call, none when every
    * tier has them already). Failures are logged; the sequence is untouched.

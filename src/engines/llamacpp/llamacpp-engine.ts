@@ -1,3 +1,4 @@
+import { rm } from "node:fs/promises";
 import {
   type Llama,
   type LlamaContext,
@@ -15,10 +16,20 @@ import {
   type KvEvent,
   type ResponseConstraint,
 } from "../../protocol/index.js";
-import type { Engine, EngineInfo, EngineLoad, GenerateOptions, ImportedKv, PrefillResult } from "../engine.js";
+import {
+  type Engine,
+  type EngineInfo,
+  type EngineLoad,
+  exportFromToken,
+  type GenerateOptions,
+  type ImportedKv,
+  type PrefillOptions,
+  type PrefillResult,
+} from "../engine.js";
 import { GrammarCache } from "./grammar-cache.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
+import { assembleImportedState, exportState } from "./kv-suffix.js";
 import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { RateMeter } from "./rate-meter.js";
@@ -195,9 +206,10 @@ export class LlamaCppEngine implements Engine {
 
   /**
    * Evaluates the prompt, samples the first token without evaluating it, and saves the sequence
-   * state (prompt tokens and their KV) to `exportPath` for a decode worker to load.
+   * state (prompt tokens and their KV) to `exportPath` for a decode worker to load: from the block
+   * boundary at `decodeHeldTokens` on when the decode worker is said to hold the tokens before it.
    */
-  async prefill(request: GenerateRequest, options: { signal: AbortSignal; exportPath: string }): Promise<PrefillResult> {
+  async prefill(request: GenerateRequest, options: PrefillOptions): Promise<PrefillResult> {
     const tokens = request.tokenIds;
     this.#validate(request);
     if (request.constraint) {
@@ -221,13 +233,9 @@ export class LlamaCppEngine implements Engine {
       const host = lowerTierTokens > 0 ? { hostCachedTokens: lowerTierTokens } : {};
       if (first.done) return { firstToken: undefined, cachedTokens: reused, kv: undefined, ...host };
       held.signal.throwIfAborted();
-      const { fileSize } = await sequence.saveStateToFile(options.exportPath);
-      return {
-        firstToken: first.value,
-        cachedTokens: reused,
-        ...host,
-        kv: { format: "llamacpp-sequence-state", path: options.exportPath, bytes: fileSize },
-      };
+      const fromToken = exportFromToken(options.decodeHeldTokens, tokens.length, this.info.blockSize);
+      const kv = await exportState(sequence, options.exportPath, fromToken, this.info.blockSize);
+      return { firstToken: first.value, cachedTokens: reused, ...host, kv };
     } finally {
       held.release();
     }
@@ -295,6 +303,22 @@ export class LlamaCppEngine implements Engine {
     return { reused, lowerTierTokens };
   }
 
+  /**
+   * Loads a prefill worker's export into the sequence: a whole state, or a suffix after the prompt's
+   * first blocks as this worker holds them (refused, retryably, when it no longer does).
+   */
+  async #import(slot: SequenceSlot, tokens: readonly number[], path: string, fromToken: number | undefined): Promise<void> {
+    if (!fromToken) return this.#importState(slot, tokens, path);
+    const whole = `${path}.whole`;
+    try {
+      const held = { sequence: slot.sequence, kvbm: this.#kvbm, blockSize: this.info.blockSize };
+      await assembleImportedState(held, tokens, fromToken, path, whole);
+      await this.#importState(slot, tokens, whole);
+    } finally {
+      await rm(whole, { force: true });
+    }
+  }
+
   /** Loads a prefill worker's state into the sequence; it must hold exactly the prompt. */
   async #importState(slot: SequenceSlot, tokens: readonly number[], path: string): Promise<void> {
     const held = await readStateFileTokens(path);
@@ -328,7 +352,7 @@ export class LlamaCppEngine implements Engine {
     let reused: number;
     let lowerTierTokens = 0;
     if (imported?.format === "llamacpp-sequence-state") {
-      await this.#importState(slot, tokens, imported.path);
+      await this.#import(slot, tokens, imported.path, imported.fromToken);
       reused = tokens.length;
     } else {
       ({ reused, lowerTierTokens } = await this.#admit(slot, tokens));
