@@ -16,12 +16,21 @@ const BIN = fileURLToPath(new URL("../../bin/armature.js", import.meta.url));
 interface Member {
   readonly name: string;
   readonly child: ChildProcess;
+  /** nats-server exits 0 on SIGINT but 1 on SIGTERM; armature processes drain on either. */
+  readonly stopSignal: NodeJS.Signals;
+  /** How it ended: its exit status, or the signal that ended it. */
+  ended?: number | NodeJS.Signals;
 }
 
+/** How long a member may take to stop before SIGKILL: past armature's own 45 s drain limit. */
+const STOP_DEADLINE_MS = 60_000;
+
 /**
- * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the workers and
- * the frontend as child processes; prefixes and merges their output; on Ctrl-C stops the frontend,
- * then the workers, then the servers, each by its pid.
+ * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the workers,
+ * routers and the frontend as child processes; prefixes and merges their output. On Ctrl-C (or
+ * SIGTERM, SIGHUP) it stops them in order, each by its pid, waiting for each group to exit: the
+ * frontends, then the workers (they drain), then the routers, then nats and etcd. It prints how each
+ * ended and exits 1 if one did not end cleanly. A second Ctrl-C kills them all at once.
  */
 export async function upCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
   const path = argv[0];
@@ -30,14 +39,31 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
   const members: Member[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const start = (name: string, command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Member => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...(env ? { env } : {}) });
+    // Each in its own process group: a Ctrl-C at the terminal signals the whole foreground group,
+    // and children that got it would stop all at once (etcd before the workers deregister) and then
+    // take our ordered SIGTERM as a second signal. Only `up` hears the terminal; it stops them in order.
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true, ...(env ? { env } : {}) });
     for (const stream of [child.stdout, child.stderr]) {
       if (stream) createInterface({ input: stream }).on("line", (line) => out(`[${name}] ${line}\n`));
     }
-    const member = { name, child };
+    const member: Member = { name, child, stopSignal: name === "nats" ? "SIGINT" : "SIGTERM" };
+    child.once("exit", (code, signal) => {
+      member.ended = code ?? signal ?? undefined;
+    });
     members.push(member);
     return member;
   };
+  // Detached children outlive a forced exit of `up` unless killed here (a second Ctrl-C, a crash).
+  const killAll = (): void => {
+    for (const { child } of members) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+  process.on("exit", killAll);
+  // The terminal went away: stop in order, as for Ctrl-C.
+  const onHangup = (): void => {
+    process.kill(process.pid, "SIGTERM");
+  };
+  process.on("SIGHUP", onHangup);
+  let clean = true;
   try {
     let bus = cluster.bus;
     let discovery = cluster.discovery;
@@ -93,26 +119,49 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
     out(`armature up: ${n} worker process${n === 1 ? "" : "es"}${routerNote} and a frontend; Ctrl-C stops everything\n`);
     await untilSignal(createLogger({ level: "warn" }));
   } finally {
-    // Frontend first, then workers (they drain), then the servers they use.
-    const order = [...members].sort((a, b) => rank(a.name) - rank(b.name));
-    for (const group of [0, 1, 2]) {
-      await Promise.all(order.filter((m) => rank(m.name) === group).map((m) => stop(m.child)));
+    process.off("SIGHUP", onHangup);
+    // The frontend first, so no new request comes in; the workers drain what they have and
+    // deregister while etcd is still there; then the routers; then the servers everyone used.
+    for (const group of [0, 1, 2, 3]) {
+      await Promise.all(members.filter((m) => rank(m.name) === group).map((m) => stop(m)));
     }
     for (const cleanup of cleanups) await cleanup();
+    process.off("exit", killAll);
+    for (const m of members) {
+      if (!endedCleanly(m)) {
+        clean = false;
+        out(`armature up: ${m.name} did not stop cleanly (${describe(m.ended)})\n`);
+      }
+    }
   }
-  out("armature up: stopped\n");
-  return 0;
+  out(`armature up: stopped (${members.map((m) => `${m.name} ${describe(m.ended)}`).join(", ")})\n`);
+  return clean ? 0 : 1;
 }
 
-/** Stop order: frontends, then routers and workers (workers drain), then nats and etcd. */
+/** Stop order: frontends, workers (they drain), routers, then nats and etcd. */
 function rank(name: string): number {
-  return name === "frontend" ? 0 : name.startsWith("worker") || name.startsWith("router") ? 1 : 2;
+  if (name === "frontend") return 0;
+  if (name.startsWith("worker")) return 1;
+  return name.startsWith("router") ? 2 : 3;
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.pid === undefined) return;
-  child.kill("SIGTERM");
-  await once(child, "exit");
+async function stop(member: Member): Promise<void> {
+  const { child } = member;
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = once(child, "exit");
+  child.kill(member.stopSignal);
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_DEADLINE_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Exit status 0; etcd always ends by re-raising the signal it handled, so for etcd that counts too. */
+function endedCleanly(member: Member): boolean {
+  return member.ended === 0 || (member.name === "etcd" && member.ended === member.stopSignal);
+}
+
+function describe(ended: number | NodeJS.Signals | undefined): string {
+  return ended === undefined ? "still running" : String(ended);
 }
 
 async function waitForPort(port: number): Promise<void> {

@@ -1,3 +1,12 @@
+export type { KubernetesConnectorOptions } from "./connectors/kubernetes-connector.js";
+export { KubernetesConnector } from "./connectors/kubernetes-connector.js";
+export type { LocalConnectorOptions } from "./connectors/local-connector.js";
+export { LocalConnector } from "./connectors/local-connector.js";
+export type { LocalWorkerExit, LocalWorkerInfo, LocalWorkerState } from "./connectors/local-worker.js";
+export type { ReplicaCount, ScalingConnector } from "./connectors/scaling-connector.js";
+export { SCALING_ROLES } from "./connectors/scaling-connector.js";
+export type { SimulatedWorkers, VirtualConnectorOptions, VirtualPoolView } from "./connectors/virtual-connector.js";
+export { VirtualConnector } from "./connectors/virtual-connector.js";
 export type { HoltWintersSettings } from "./holt-winters-predictor.js";
 export { HoltWintersPredictor } from "./holt-winters-predictor.js";
 export type { IntervalLoad } from "./interval-load.js";
@@ -10,6 +19,9 @@ export type { LoadDecision, LoadLoopSettings, LoadObservation, PoolDecision, Poo
 export { LoadLoop } from "./load-loop.js";
 export type { LoadPredictor, PredictorName } from "./load-predictor.js";
 export { ConstantPredictor, loadReading, MovingAveragePredictor, PREDICTOR_NAMES } from "./load-predictor.js";
+export type { PlannerDecisionRecord, PlannerDeps, PlannerSignals, PlannerState } from "./planner.js";
+export { Planner } from "./planner.js";
+export { PlannerMetrics } from "./planner-metrics.js";
 export type { CompiledPlannerOptions, PlannerLayout, PlannerMode, PlannerOptions } from "./planner-options.js";
 export { compilePlannerOptions, PLANNER_DEFAULTS } from "./planner-options.js";
 export type { CompiledPredictorOptions, PredictorOptions } from "./predictors.js";
@@ -27,7 +39,4 @@ export type {
   WorkerBound,
 } from "./replica-calculator.js";
 export { calculateReplicas, decodeOperatingPoint, sizeDecode, sizePrefill } from "./replica-calculator.js";
-export type { PlannerDecisionRecord, PlannerDeps, PlannerSignals, PlannerState } from "./planner.js";
-export { Planner } from "./planner.js";
-export { PlannerMetrics } from "./planner-metrics.js";
 export { type FinishedRequest, TrafficWindow } from "./traffic-window.js";

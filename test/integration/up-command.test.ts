@@ -8,7 +8,7 @@ import { test } from "node:test";
 import OpenAI from "openai";
 import { freePort } from "../helpers/nats-server.js";
 
-test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all", async () => {
+test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all in order, cleanly", async () => {
   const [natsPort, etcdPort, etcdPeer, httpPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
   const file = join(dir, "cluster.yaml");
@@ -30,7 +30,8 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
       "    log-level: warn",
     ].join("\n"),
   );
-  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"] });
+  // Its own process group, so the test can signal the group as a terminal's Ctrl-C does.
+  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
   let output = "";
   up.stdout?.on("data", (d: Buffer) => {
     output += d.toString();
@@ -38,12 +39,17 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
   up.stderr?.on("data", (d: Buffer) => {
     output += d.toString();
   });
+  const exited = once(up, "exit");
+  let signalled = false;
   try {
     const deadline = Date.now() + 60_000;
     // Processes start side by side: the router may be ready after the frontend (which routes with
-    // its own policy meanwhile), so wait for both banners.
+    // its own policy meanwhile), so wait for both banners and both workers.
     const ready = (): boolean =>
-      /\[frontend\] armature frontend .* at http/.test(output) && /\[router-1\] armature router/.test(output);
+      /\[frontend\] armature frontend .* at http/.test(output) &&
+      /\[router-1\] armature router/.test(output) &&
+      /\[worker-1\] armature worker/.test(output) &&
+      /\[worker-2\] armature worker/.test(output);
     while (!ready()) {
       if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -51,13 +57,33 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
     const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
     assert.equal(result.choices.length, 1);
-    assert.match(output, /\[worker-1\] armature worker/);
-    assert.match(output, /\[worker-2\] armature worker/);
-    assert.match(output, /\[router-1\] armature router/);
-  } finally {
-    up.kill("SIGINT");
-    const [code] = await once(up, "exit");
+
+    // Regression: Ctrl-C reached every child at once; etcd went while the workers deregistered,
+    // and each worker printed "14 UNAVAILABLE: No connection established … ECONNREFUSED".
+    const before = output.length;
+    process.kill(-(up.pid as number), "SIGINT");
+    signalled = true;
+    const [code] = await exited;
+    const after = output.slice(before);
     assert.equal(code, 0, output);
+    for (const line of after.split("\n")) {
+      assert.doesNotMatch(line, /UNAVAILABLE|ECONNREFUSED|Error|second signal/, `a clean Ctrl-C printed:\n${after}`);
+    }
+    // Stopped in order: the frontend, then the workers, then the router, then the servers.
+    const stoppedAt = (line: RegExp): number => after.search(line);
+    const frontend = stoppedAt(/\[frontend\] armature frontend stopped/);
+    const workers = Math.max(
+      stoppedAt(/\[worker-1\] armature worker stopped/),
+      stoppedAt(/\[worker-2\] armature worker stopped/),
+    );
+    const router = stoppedAt(/\[router-1\] armature router stopped/);
+    const nats = stoppedAt(/\[nats\] .*Server Exiting/);
+    assert.ok(frontend >= 0 && frontend < workers && workers < router && router < nats, `stop order:\n${after}`);
+    // Every child ended cleanly: status 0 (etcd by re-raising the SIGTERM it handled, as etcd does).
+    const summary = /armature up: stopped \((.*)\)/.exec(after)?.[1];
+    assert.equal(summary, "nats 0, etcd SIGTERM, worker-1 0, worker-2 0, router-1 0, frontend 0", after);
+  } finally {
+    if (!signalled) up.kill("SIGINT");
+    await exited;
   }
-  assert.match(output, /armature up: stopped/);
 });
