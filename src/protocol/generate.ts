@@ -34,6 +34,15 @@ export interface KvHandoff {
   readonly agent: string;
   /** Prompt tokens the state covers. */
   readonly promptTokens: number;
+  /**
+   * The state starts at this prompt token: the prefill worker left out the first `fromToken` tokens'
+   * KV because the decode worker holds them (`decodeHeldTokens`); the bytes are a KV state suffix
+   * (src/kvbm/state-suffix.ts), which a decode worker that does not know suffixes refuses and
+   * prefills. Absent or 0: the whole prompt's state.
+   */
+  readonly fromToken?: number | undefined;
+  /** With `fromToken`: the bytes the whole prompt's state would have taken. */
+  readonly wholeBytes?: number | undefined;
   /** The first generated token, sampled by the prefill worker. */
   readonly firstToken: number;
   /** Prompt tokens the prefill worker found in its cache. */
@@ -42,7 +51,17 @@ export interface KvHandoff {
 }
 
 /** Which half of a disaggregated request a worker is asked to do. */
-export type Disaggregation = { readonly phase: "prefill" } | { readonly phase: "decode"; readonly handoff: KvHandoff };
+export type Disaggregation =
+  | {
+      readonly phase: "prefill";
+      /**
+       * Prompt tokens that the decode worker chosen for the request holds already, on its device or
+       * in its KV tiers, by the router's KV index: whole blocks, possibly stale. The prefill worker
+       * may leave their KV out of the export (`KvHandoff.fromToken`). Absent: export it all.
+       */
+      readonly decodeHeldTokens?: number | undefined;
+    }
+  | { readonly phase: "decode"; readonly handoff: KvHandoff };
 
 /** One generation request as a worker receives it: tokens in, tokens out. */
 export interface GenerateRequest {
@@ -89,8 +108,13 @@ export interface RequestEnd {
   readonly kvHandoff?: KvHandoff | undefined;
   /** Decode phase: the decode worker prefilled locally because the handoff failed. */
   readonly prefilledLocally?: boolean | undefined;
-  /** Decode phase: how the KV came from the prefill worker (`modelled`: the mocker's estimate). */
-  readonly kvTransfer?: { readonly backend: string; readonly bytes: number; readonly ms: number } | undefined;
+  /**
+   * Decode phase: how the KV came from the prefill worker (`modelled`: the mocker's estimate), and
+   * the bytes it did not have to move because the decode worker held the prompt's first blocks.
+   */
+  readonly kvTransfer?:
+    | { readonly backend: string; readonly bytes: number; readonly ms: number; readonly savedBytes?: number | undefined }
+    | undefined;
 }
 
 export type GenerateResponse = TokenDelta | RequestEnd;

@@ -36,6 +36,40 @@ test("well-formed messages pass unchanged", () => {
   assert.deepEqual(generateResponseSchema.parse(end), end);
 });
 
+test("a handoff of the prompt's state from token k on, and what asks for it, keep their fields", () => {
+  const prefill = { ...request, disaggregation: { phase: "prefill", decodeHeldTokens: 32 } };
+  assert.deepEqual(generateRequestSchema.parse(prefill), prefill);
+  const handoff = {
+    id: "h-1",
+    prefillWorkerId: "worker-1",
+    format: "llamacpp-sequence-state",
+    descriptors: [{ agent: "a", region: "kv-h-1", offset: 0, length: 4200, medium: "file", path: "/dev/shm/x" }],
+    bytes: 4200,
+    agent: "a",
+    promptTokens: 40,
+    fromToken: 32,
+    wholeBytes: 31_000,
+    firstToken: 7,
+    cachedTokens: 0,
+    expiresInMs: 30_000,
+  };
+  const decode = { ...request, disaggregation: { phase: "decode", handoff } };
+  assert.deepEqual(generateRequestSchema.parse(decode), decode);
+  const end = {
+    type: "request-end",
+    finishReason: "length",
+    promptTokens: 40,
+    completionTokens: 16,
+    cachedTokens: 40,
+    kvTransfer: { backend: "shm", bytes: 4200, ms: 0.5, savedBytes: 26_800 },
+  };
+  assert.deepEqual(generateResponseSchema.parse(end), end);
+  assert.throws(
+    () => generateRequestSchema.parse({ ...request, disaggregation: { phase: "prefill", decodeHeldTokens: -16 } }),
+    /disaggregation\.decodeHeldTokens must be in 0\.\./,
+  );
+});
+
 test("each malformed field is refused by its path", () => {
   const cases: [unknown, RegExp][] = [
     [{ ...request, tokenIds: "1,2,3" }, /^tokenIds must be an array/],

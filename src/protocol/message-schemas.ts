@@ -127,6 +127,8 @@ const handoff: Schema<KvHandoff> = object({
   bytes: int(),
   agent: str({ maxLength: 256 }),
   promptTokens: int(0, MAX_TOKENS),
+  fromToken: optional(int(0, MAX_TOKENS)),
+  wholeBytes: optional(int()),
   firstToken: tokenId,
   cachedTokens: int(0, MAX_TOKENS),
   expiresInMs: int(),
@@ -152,7 +154,7 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
   disaggregation: optional(
     variants<NonNullable<GenerateRequest["disaggregation"]>>(
       {
-        prefill: object({ phase: literal("prefill") }),
+        prefill: object({ phase: literal("prefill"), decodeHeldTokens: optional(int(0, MAX_TOKENS)) }),
         decode: object({ phase: literal("decode"), handoff }),
       },
       "phase",
@@ -185,7 +187,7 @@ export const generateResponseSchema: Schema<GenerateResponse> = variants<Generat
     error: optional(object({ code: str({ maxLength: 64 }), message: str({ maxLength: 4096 }) })),
     kvHandoff: optional(handoff),
     prefilledLocally: optional(bool),
-    kvTransfer: optional(object({ backend: str({ maxLength: 32 }), bytes: int(), ms: num(0) })),
+    kvTransfer: optional(object({ backend: str({ maxLength: 32 }), bytes: int(), ms: num(0), savedBytes: optional(int()) })),
   }),
 });
 

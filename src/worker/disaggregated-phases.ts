@@ -27,7 +27,9 @@ export async function* servePrefill(
   let handoff: KvHandoff | undefined;
   let cachedTokens = 0;
   try {
-    const result = await engine.prefill(request, { signal, exportPath: path });
+    // The decode worker is said to hold the prompt's first tokens: the export may leave them out.
+    const decodeHeldTokens = request.disaggregation?.phase === "prefill" ? request.disaggregation.decodeHeldTokens : undefined;
+    const result = await engine.prefill(request, { signal, exportPath: path, decodeHeldTokens });
     cachedTokens = result.cachedTokens;
     if (result.kv && result.firstToken !== undefined) handoff = await exports.publish(id, workerId, request, result);
   } finally {
@@ -75,9 +77,10 @@ export async function* serveDecode(
   }
   try {
     if (pulled) {
-      const imported = yield* generateImported(context.engine, plain, pulled, handoff, signal);
-      if (imported) return;
-      context.log.warn({ handoffId: handoff.id }, "the engine refused the transferred KV; prefilling locally");
+      const refusal = yield* generateImported(context.engine, plain, pulled, handoff, signal);
+      if (!refusal) return;
+      // E.g. the decode worker no longer holds the prompt's first blocks the prefill worker left out.
+      context.log.warn({ handoffId: handoff.id, err: refusal }, "the engine refused the transferred KV; prefilling locally");
     }
     for await (const response of context.engine.generate(plain, { signal })) {
       yield response.type === "request-end" ? { ...response, prefilledLocally: true } : response;
@@ -87,14 +90,14 @@ export async function* serveDecode(
   }
 }
 
-/** Generates from imported KV; false (nothing yielded) when the engine refused the import. */
+/** Generates from imported KV; the engine's refusal (nothing yielded) when it refused the import. */
 async function* generateImported(
   engine: Engine,
   request: GenerateRequest,
   pulled: PulledKv,
   handoff: KvHandoff,
   signal: AbortSignal,
-): AsyncGenerator<GenerateResponse, boolean> {
+): AsyncGenerator<GenerateResponse, ArmatureError | undefined> {
   let started = false;
   try {
     for await (const response of engine.generate(request, { signal, importedKv: pulled.importedKv })) {
@@ -104,9 +107,9 @@ async function* generateImported(
         ? { ...response, cachedTokens: handoff.cachedTokens, kvTransfer: pulled.transfer }
         : response;
     }
-    return true;
+    return undefined;
   } catch (error) {
     if (started || signal.aborted || !isArmatureError(error) || error.code !== "TRANSFER_FAILED") throw error;
-    return false;
+    return error;
   }
 }

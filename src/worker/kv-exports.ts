@@ -115,7 +115,8 @@ export class KvExports {
       if (this.#heldBytes + kv.bytes > this.#maxBytes) {
         throw full(`an export of ${kv.bytes} bytes would take the waiting exports over ${this.#maxBytes} bytes (maxBytes)`);
       }
-      this.#bytesPerToken = Math.max(this.#bytesPerToken, kv.bytes / Math.max(1, request.tokenIds.length));
+      const exported = request.tokenIds.length - (kv.fromToken ?? 0);
+      this.#bytesPerToken = Math.max(this.#bytesPerToken, kv.bytes / Math.max(1, exported));
     }
     let regionId: string | undefined;
     let path: string | undefined;
@@ -144,6 +145,7 @@ export class KvExports {
       bytes: kv.bytes,
       agent: this.#agent.name,
       promptTokens: request.tokenIds.length,
+      ...(kv.fromToken ? { fromToken: kv.fromToken, wholeBytes: kv.wholeBytes } : {}),
       firstToken: result.firstToken as number,
       cachedTokens: result.cachedTokens,
       expiresInMs: this.#ttlMs,

@@ -138,3 +138,40 @@ test("a handoff whose bytes are not the prompt's is refused by the engine and th
     await decode.close(0);
   }
 });
+
+test("a decode worker holding the prompt's first blocks pulls only the rest; one that no longer holds them prefills locally", async () => {
+  const prefill = await worker(runtime, "p5", "prefill");
+  const decode = await worker(runtime, "d5", "decode");
+  const stale = await worker(runtime, "d6", "decode");
+  try {
+    // d5 served the prompt before: its sequence keeps its 2 whole blocks (and 8 tokens more).
+    assert.deepEqual((await call(runtime, "d5", request())).tokens, reference);
+    const prefillAsking = request({ maxTokens: 1, disaggregation: { phase: "prefill", decodeHeldTokens: 32 } });
+    const whole = (await call(runtime, "p5", request({ maxTokens: 1, disaggregation: { phase: "prefill" } }))).end
+      .kvHandoff as KvHandoff;
+    const part = (await call(runtime, "p5", prefillAsking)).end.kvHandoff as KvHandoff;
+    assert.equal(part.fromToken, 32);
+    assert.equal(part.wholeBytes, whole.bytes);
+    // 8 of the 40 tokens' KV, without the state file's per-cell metadata: under a quarter of the bytes.
+    assert.ok(part.bytes * 4 < whole.bytes, `${part.bytes} of ${whole.bytes} bytes`);
+    const rest = await call(runtime, "d5", request({ disaggregation: { phase: "decode", handoff: part } }));
+    assert.deepEqual(rest.tokens, reference);
+    assert.equal(rest.end.prefilledLocally, undefined);
+    assert.equal(rest.end.kvTransfer?.bytes, part.bytes);
+    assert.equal(rest.end.kvTransfer?.savedBytes, whole.bytes - part.bytes);
+    // d6 never saw the prompt (the router's index was wrong): it refuses the suffix and prefills.
+    const again = (await call(runtime, "p5", prefillAsking)).end.kvHandoff as KvHandoff;
+    const local = await call(runtime, "d6", request({ disaggregation: { phase: "decode", handoff: again } }));
+    assert.deepEqual(local.tokens, reference);
+    assert.equal(local.end.prefilledLocally, true);
+    assert.equal(local.end.kvTransfer, undefined);
+    await call(runtime, "d6", request({ disaggregation: { phase: "decode", handoff: whole } }));
+    for (const deadline = Date.now() + 5000; prefill.heldHandoffs > 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(prefill.heldHandoffs, 0, "every pulled export was freed");
+    for (const host of [prefill, decode, stale]) assert.deepEqual(sharedFiles(host), []);
+  } finally {
+    await Promise.all([prefill.close(0), decode.close(0), stale.close(0)]);
+  }
+});

@@ -7,8 +7,17 @@ import { handoffDoneMessage } from "./kv-exports.js";
 /** A handoff's KV, pulled to this worker and ready for the engine. */
 export interface PulledKv {
   readonly importedKv: ImportedKv;
-  /** How the bytes came (`modelled`: the mocker's estimate, nothing moved). */
-  readonly transfer: { readonly backend: BackendName; readonly bytes: number; readonly ms: number; readonly modelled: boolean };
+  /**
+   * How the bytes came (`modelled`: the mocker's estimate, nothing moved), and the bytes of the
+   * prompt's first blocks that stayed behind because this worker holds them (handoffs with `fromToken`).
+   */
+  readonly transfer: {
+    readonly backend: BackendName;
+    readonly bytes: number;
+    readonly ms: number;
+    readonly modelled: boolean;
+    readonly savedBytes?: number | undefined;
+  };
   /** Frees what the import left on this worker. */
   release(): Promise<void>;
 }
@@ -24,11 +33,13 @@ export async function pullKv(
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<PulledKv> {
+  const fromToken = handoff.fromToken || undefined;
+  const savedBytes = fromToken && handoff.wholeBytes ? Math.max(0, handoff.wholeBytes - handoff.bytes) : undefined;
   if (handoff.format === "modelled") {
     const estimate = agent.estimate(handoff.agent, handoff.bytes);
     return {
-      importedKv: { format: "modelled", firstToken: handoff.firstToken, transferMs: estimate.ms },
-      transfer: { backend: estimate.backend, bytes: handoff.bytes, ms: estimate.ms, modelled: true },
+      importedKv: { format: "modelled", firstToken: handoff.firstToken, transferMs: estimate.ms, fromToken },
+      transfer: { backend: estimate.backend, bytes: handoff.bytes, ms: estimate.ms, modelled: true, savedBytes },
       release: async () => undefined,
     };
   }
@@ -45,8 +56,8 @@ export async function pullKv(
       notification: handoffDoneMessage(handoff.id),
     });
     return {
-      importedKv: { format: "llamacpp-sequence-state", path, firstToken: handoff.firstToken },
-      transfer: { backend: result.backend, bytes: result.bytes, ms: result.seconds * 1000, modelled: false },
+      importedKv: { format: "llamacpp-sequence-state", path, firstToken: handoff.firstToken, fromToken },
+      transfer: { backend: result.backend, bytes: result.bytes, ms: result.seconds * 1000, modelled: false, savedBytes },
       release,
     };
   } catch (error) {

@@ -58,3 +58,30 @@ test("mocker: prefill on one engine, modelled transfer, decode on another give t
   assert.equal(decoded.end?.completionTokens, 8);
   await Promise.all([prefiller, decoder, aggregated].map((e) => e?.close()));
 });
+
+test("mocker: the modelled export leaves out the blocks the decode engine holds, which must hold them", async () => {
+  const clock = new VirtualClock();
+  const [prefiller, decoder, aggregated] = [0, 1, 2].map(
+    () => new MockerEngine({ clock, blockSize: 16, kvBytesPerToken: 1000 }),
+  ) as [MockerEngine, MockerEngine, MockerEngine];
+  const signal = new AbortController().signal;
+  const whole = await timed(clock, aggregated.generate(request, { signal }));
+  const prefillDone = prefiller.prefill(request, { signal, decodeHeldTokens: 970 });
+  await clock.runUntilIdle();
+  const result = await prefillDone;
+  // 970 tokens said held: the export starts at block 60 (token 960) and holds the other 40 tokens.
+  assert.deepEqual(result.kv, { format: "modelled", bytes: 40 * 1000, fromToken: 960, wholeBytes: 1000 * 1000 });
+  const importedKv = { format: "modelled", firstToken: result.firstToken as number, transferMs: 1, fromToken: 960 } as const;
+  // The decode engine has not seen the prompt: it refuses, retryably, before admitting anything.
+  const refused = (async () => {
+    for await (const _ of decoder.generate(request, { signal, importedKv })) assert.fail("nothing is generated");
+  })();
+  refused.catch(() => undefined);
+  await clock.runUntilIdle();
+  await assert.rejects(refused, { code: "TRANSFER_FAILED", retryable: true, message: /first 960 tokens \(0\)/ });
+  // Once it caches the first 960 tokens (another prompt sharing them), it takes the rest from the handoff.
+  await timed(clock, decoder.generate({ ...request, tokenIds: [...prompt.slice(0, 960), ...prompt.slice(0, 40)] }, { signal }));
+  const decoded = await timed(clock, decoder.generate(request, { signal, importedKv }));
+  assert.deepEqual(decoded.tokens, whole.tokens);
+  await Promise.all([prefiller, decoder, aggregated].map((e) => e.close()));
+});

@@ -3,11 +3,19 @@ import {
   type FinishReason,
   type GenerateRequest,
   type GenerateResponse,
+  hashBlocks,
   type KvEvent,
 } from "../../protocol/index.js";
 import { type Clock, RealClock } from "../../runtime/index.js";
 import { BYTE_SPECIAL_TOKENS, ByteTokenizer } from "../byte-tokenizer.js";
-import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillResult } from "../engine.js";
+import {
+  type Engine,
+  type EngineInfo,
+  type EngineLoad,
+  exportFromToken,
+  type GenerateOptions,
+  type PrefillResult,
+} from "../engine.js";
 import { CHATML_TEMPLATE } from "../tiny-model/tiny-model.js";
 import { BlockManager } from "./block-manager.js";
 import { HostTier } from "./host-tier.js";
@@ -155,8 +163,14 @@ export class MockerEngine implements Engine {
     };
   }
 
-  /** Prefill phase: the scheduler computes the prompt and one token; the KV stays as cached blocks. */
-  async prefill(request: GenerateRequest, options: { signal: AbortSignal }): Promise<PrefillResult> {
+  /**
+   * Prefill phase: the scheduler computes the prompt and one token; the KV stays as cached blocks.
+   * The modelled export leaves out the blocks the decode worker is said to hold (`decodeHeldTokens`).
+   */
+  async prefill(
+    request: GenerateRequest,
+    options: { signal: AbortSignal; decodeHeldTokens?: number | undefined },
+  ): Promise<PrefillResult> {
     let firstToken: number | undefined;
     let cachedTokens = 0;
     let hostCachedTokens: number | undefined;
@@ -165,8 +179,11 @@ export class MockerEngine implements Engine {
       else ({ cachedTokens, hostCachedTokens } = item);
     }
     if (options.signal.aborted) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
-    const bytes = request.tokenIds.length * this.#kvBytesPerToken;
-    const kv = firstToken === undefined ? undefined : ({ format: "modelled", bytes } as const);
+    const promptTokens = request.tokenIds.length;
+    const fromToken = exportFromToken(options.decodeHeldTokens, promptTokens, this.info.blockSize);
+    const bytes = (promptTokens - fromToken) * this.#kvBytesPerToken;
+    const part = fromToken > 0 ? { fromToken, wholeBytes: promptTokens * this.#kvBytesPerToken } : {};
+    const kv = firstToken === undefined ? undefined : ({ format: "modelled", bytes, ...part } as const);
     return { firstToken, cachedTokens, kv, ...(hostCachedTokens ? { hostCachedTokens } : {}) };
   }
 
@@ -187,6 +204,14 @@ export class MockerEngine implements Engine {
     if (imported?.format === "modelled") {
       // The handoff's bytes take their modelled time to arrive; then the prompt needs no compute.
       await this.#clock.sleep(imported.transferMs, options.signal).catch(() => undefined);
+      const held = imported.fromToken ? this.#heldPrefixTokens(request.tokenIds, imported.fromToken) : 0;
+      if (held < (imported.fromToken ?? 0)) {
+        throw new ArmatureError(
+          "TRANSFER_FAILED",
+          `KV import refused: this worker no longer holds the prompt's first ${imported.fromToken} tokens (${held}); the prompt is prefilled here`,
+          { retryable: true },
+        );
+      }
       sequence.importedFirstToken = imported.firstToken;
     } else if (imported) {
       throw new ArmatureError("TRANSFER_FAILED", `the mocker cannot import ${imported.format} KV`, { retryable: true });
@@ -238,6 +263,17 @@ export class MockerEngine implements Engine {
       if (pending.end === undefined) onAbort();
       this.#pending.delete(sequence);
     }
+  }
+
+  /** Of the prompt's first `upTo` tokens, those in leading full blocks some tier of this engine holds. */
+  #heldPrefixTokens(tokens: readonly number[], upTo: number): number {
+    const blockSize = this.info.blockSize;
+    let held = 0;
+    for (const hash of hashBlocks(tokens.slice(0, upTo), blockSize).sequence) {
+      if (!this.#blocks.isCached(hash) && this.#blocks.lowerTierHolding(hash) === undefined) break;
+      held += blockSize;
+    }
+    return held;
   }
 
   dumpKvEvents(): KvEvent[] {
