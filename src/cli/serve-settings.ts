@@ -1,0 +1,315 @@
+import { basicPolicyNames } from "../router/index.js";
+
+export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
+export type RouterName = (typeof routerNames)[number];
+
+/** One flag: its type, environment twin, help, and allowed values. */
+export interface Setting {
+  readonly type: "string" | "integer" | "number" | "boolean";
+  /** A repeatable flag; its environment twin is comma-separated, its config key a list. */
+  readonly multiple?: boolean;
+  readonly env: string;
+  readonly help: string;
+  readonly choices?: readonly string[];
+}
+
+/** Every serve flag, its environment twin and its meaning; the config file uses the flag names. */
+export const serveSettings: Record<string, Setting> = {
+  host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
+  port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  "max-body-bytes": {
+    type: "integer",
+    env: "ARMATURE_MAX_BODY_BYTES",
+    help: "largest request body accepted; larger ones get 413 (default 8388608, 8 MiB)",
+  },
+  "max-kv-exports": {
+    type: "integer",
+    env: "ARMATURE_MAX_KV_EXPORTS",
+    help: "prefill worker: exported prompts held for decode workers at once; more are prefilled on the decode worker (default 64)",
+  },
+  "max-kv-export-bytes": {
+    type: "integer",
+    env: "ARMATURE_MAX_KV_EXPORT_BYTES",
+    help: "prefill worker: bytes of exported KV held at once (default 1073741824, 1 GiB)",
+  },
+  "min-shared-free-bytes": {
+    type: "integer",
+    env: "ARMATURE_MIN_SHARED_FREE_BYTES",
+    help: "prefill worker: free space an export must leave in the shared folder, /dev/shm (default 16777216, 16 MiB)",
+  },
+  "request-timeout": {
+    type: "number",
+    env: "ARMATURE_REQUEST_TIMEOUT",
+    help: "seconds a request may take, waiting in the queue included; then 504, or an error event on a stream (default 600; 0: none)",
+  },
+  "api-key": {
+    type: "string",
+    multiple: true,
+    env: "ARMATURE_API_KEY",
+    help: "a key clients must send (Authorization: Bearer KEY or x-api-key); repeatable, the variable comma-separated",
+  },
+  "api-keys-file": {
+    type: "string",
+    env: "ARMATURE_API_KEYS_FILE",
+    help: "YAML/JSON list of {key, name, requests_per_minute, tokens_per_minute, max_concurrent, models}; SIGHUP reloads it",
+  },
+  "metrics-require-key": {
+    type: "boolean",
+    env: "ARMATURE_METRICS_REQUIRE_KEY",
+    help: "/metrics asks for an API key too (default: open, like /health and /live)",
+  },
+  "tls-cert": {
+    type: "string",
+    env: "ARMATURE_TLS_CERT",
+    help: "PEM certificate (then intermediates): serve HTTPS on --port (with --tls-key); SIGHUP rereads it",
+  },
+  "tls-key": { type: "string", env: "ARMATURE_TLS_KEY", help: "PEM private key of --tls-cert, unencrypted" },
+  "tls-ca": {
+    type: "string",
+    env: "ARMATURE_TLS_CA",
+    help: "PEM CA of client certificates: every client must present one signed by it (mutual TLS)",
+  },
+  engine: {
+    type: "string",
+    env: "ARMATURE_ENGINE",
+    help: "llamacpp | mocker (default llamacpp)",
+    choices: ["llamacpp", "mocker"],
+  },
+  model: { type: "string", env: "ARMATURE_MODEL", help: "path of a GGUF model (default: the generated tiny model)" },
+  "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
+  workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
+  "block-size": { type: "integer", env: "ARMATURE_BLOCK_SIZE", help: "tokens per KV block (default 16 llamacpp, 64 mocker)" },
+  router: {
+    type: "string",
+    env: "ARMATURE_ROUTER",
+    help: "kv | round-robin | random | least-loaded | remote (an armature router process; default kv when workers publish KV events)",
+    choices: routerNames,
+  },
+  "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
+  "timing-profile": {
+    type: "string",
+    env: "ARMATURE_TIMING_PROFILE",
+    help: "mocker: JSON timing profile instead of the polynomial model",
+  },
+  "busy-decode-blocks": {
+    type: "number",
+    env: "ARMATURE_BUSY_DECODE_BLOCKS",
+    help: "a worker is busy above this fraction of its KV blocks in use (default 1.0)",
+  },
+  "busy-prefill-frac": {
+    type: "number",
+    env: "ARMATURE_BUSY_PREFILL_FRAC",
+    help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
+  },
+  "migration-limit": {
+    type: "integer",
+    env: "ARMATURE_MIGRATION_LIMIT",
+    help: "times a request moves to another worker when its worker fails mid-stream (default 3)",
+  },
+  bus: {
+    type: "string",
+    env: "ARMATURE_BUS",
+    help: "worker/frontend: NATS for requests and events, nats://[USER:PASSWORD@|TOKEN@]HOST:PORT (tls://… for TLS)",
+  },
+  "bus-creds": { type: "string", env: "ARMATURE_BUS_CREDS", help: "NATS .creds file (user JWT and NKey seed)" },
+  "bus-token": { type: "string", env: "ARMATURE_BUS_TOKEN", help: "NATS token (instead of one in the --bus URL)" },
+  "bus-user": { type: "string", env: "ARMATURE_BUS_USER", help: "NATS user (instead of one in the --bus URL)" },
+  "bus-password": { type: "string", env: "ARMATURE_BUS_PASSWORD", help: "NATS password of --bus-user" },
+  "bus-tls-ca": { type: "string", env: "ARMATURE_BUS_TLS_CA", help: "PEM CA of nats-server's certificate; turns TLS on" },
+  "bus-tls-cert": { type: "string", env: "ARMATURE_BUS_TLS_CERT", help: "PEM client certificate for NATS (with --bus-tls-key)" },
+  "bus-tls-key": { type: "string", env: "ARMATURE_BUS_TLS_KEY", help: "PEM key of --bus-tls-cert" },
+  discovery: {
+    type: "string",
+    env: "ARMATURE_DISCOVERY",
+    help: "worker/frontend: etcd for discovery, etcd://[USER:PASSWORD@]HOST:PORT (etcds://… for TLS)",
+  },
+  "discovery-user": { type: "string", env: "ARMATURE_DISCOVERY_USER", help: "etcd user (instead of one in the --discovery URL)" },
+  "discovery-password": { type: "string", env: "ARMATURE_DISCOVERY_PASSWORD", help: "etcd password of --discovery-user" },
+  "discovery-tls-ca": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CA", help: "PEM CA of etcd's certificate; turns TLS on" },
+  "discovery-tls-cert": { type: "string", env: "ARMATURE_DISCOVERY_TLS_CERT", help: "PEM client certificate for etcd" },
+  "discovery-tls-key": { type: "string", env: "ARMATURE_DISCOVERY_TLS_KEY", help: "PEM key of --discovery-tls-cert" },
+  "progress-timeout-ms": {
+    type: "integer",
+    env: "ARMATURE_PROGRESS_TIMEOUT_MS",
+    help: "frontend/router: a worker that sends heartbeats but no token for this long is taken for stuck; the request moves (default 60000)",
+  },
+  "kv-events": {
+    type: "string",
+    env: "ARMATURE_KV_EVENTS",
+    help: "on | off: off makes the kv router predict caches from its own decisions (approximate mode)",
+    choices: ["on", "off"],
+  },
+  "router-queue-size": {
+    type: "integer",
+    env: "ARMATURE_ROUTER_QUEUE_SIZE",
+    help: "requests that may wait while every worker is busy; more get 503 (default 1024)",
+  },
+  sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
+  "context-size": {
+    type: "integer",
+    env: "ARMATURE_CONTEXT_SIZE",
+    help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
+  },
+  "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
+  prefill: {
+    type: "integer",
+    env: "ARMATURE_PREFILL",
+    help: "serve: prefill workers; above 0 splits prefill from decode (default 0)",
+  },
+  decode: {
+    type: "integer",
+    env: "ARMATURE_DECODE",
+    help: "serve: decode workers beside the prefill workers (default --workers)",
+  },
+  role: {
+    type: "string",
+    env: "ARMATURE_ROLE",
+    help: "worker: aggregated | prefill | decode (default aggregated)",
+    choices: ["aggregated", "prefill", "decode"],
+  },
+  "disagg-threshold": {
+    type: "integer",
+    env: "ARMATURE_DISAGG_THRESHOLD",
+    help: "prompts with fewer uncached tokens are prefilled on the decode worker (default 0: always split)",
+  },
+  "disagg-max-prefill-queue": {
+    type: "integer",
+    env: "ARMATURE_DISAGG_MAX_PREFILL_QUEUE",
+    help: "prefill on the decode worker while prefill workers hold this many requests each (default unlimited)",
+  },
+  "kv-overlap-weight": {
+    type: "number",
+    env: "ARMATURE_KV_OVERLAP_WEIGHT",
+    help: "kv router: weight of prefill work against decode load in the cost (default 1, Dynamo's)",
+  },
+  "lower-tier-weight": {
+    type: "number",
+    env: "ARMATURE_LOWER_TIER_WEIGHT",
+    help: "kv router: what a block on a worker's host tier saves of prefill, against 1 on its device (default 0.8)",
+  },
+  "kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_KV_BLOCKS",
+    help: "mocker: device KV blocks per worker (default 16384, Dynamo's mocker)",
+  },
+  "host-kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_HOST_KV_BLOCKS",
+    help: "mocker: host-tier KV blocks per worker, a write-through copy evicted prefixes come back from (default 0: none)",
+  },
+  "host-gbps": {
+    type: "number",
+    env: "ARMATURE_HOST_GBPS",
+    help: "mocker: host-to-device copy bandwidth for onboarding, GB/s (default 25)",
+  },
+  "disk-kv-blocks": {
+    type: "integer",
+    env: "ARMATURE_DISK_KV_BLOCKS",
+    help: "mocker: disk-tier KV blocks per worker; blocks used twice go there, evicted prefixes come back (default 0: none)",
+  },
+  "disk-gbps": {
+    type: "number",
+    env: "ARMATURE_DISK_GBPS",
+    help: "mocker: disk-to-device read bandwidth for onboarding, GB/s (default 5, an NVMe drive)",
+  },
+  "kv-host-bytes": {
+    type: "string",
+    env: "ARMATURE_KV_HOST_BYTES",
+    help: "llamacpp: host-memory KV tier (G2) per worker, e.g. 2GiB; evicted prefixes come back from it (default 0: none)",
+  },
+  "kv-disk-dir": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_DIR",
+    help: "llamacpp: folder of the disk KV tier (G3); worker N keeps worker-N/ in it, found again after a restart",
+  },
+  "kv-disk-bytes": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_BYTES",
+    help: "llamacpp: disk KV tier budget per worker, e.g. 20GiB (default 8GiB with --kv-disk-dir)",
+  },
+  "kv-object-store": {
+    type: "string",
+    env: "ARMATURE_KV_OBJECT_STORE",
+    help: "llamacpp: object KV tier (G4) shared by the model's workers: dir:///path | s3://bucket?endpoint=URL&region=R | nats://bucket (on --bus)",
+  },
+  "kv-disk-filter": {
+    type: "string",
+    env: "ARMATURE_KV_DISK_FILTER",
+    help: "on | off: on writes a block to the disk tier only once it was used twice (default on)",
+    choices: ["on", "off"],
+  },
+  planner: {
+    type: "string",
+    env: "ARMATURE_PLANNER",
+    help: "load | sla: size the worker pools to meet --slo-ttft/--slo-itl (sla also predicts load from --profile; docs/planner.md)",
+    choices: ["load", "sla"],
+  },
+  profile: { type: "string", env: "ARMATURE_PROFILE", help: "planner: the worker profile from armature profile (JSON)" },
+  "slo-ttft": { type: "number", env: "ARMATURE_SLO_TTFT", help: "planner: time-to-first-token target, ms (default 500)" },
+  "slo-itl": { type: "number", env: "ARMATURE_SLO_ITL", help: "planner: inter-token latency target, ms (default 50)" },
+  "min-workers": { type: "integer", env: "ARMATURE_MIN_WORKERS", help: "planner: fewest workers per pool (default 1)" },
+  "max-workers": { type: "integer", env: "ARMATURE_MAX_WORKERS", help: "planner: worker budget, all pools together (default 8)" },
+  "planner-interval": {
+    type: "number",
+    env: "ARMATURE_PLANNER_INTERVAL",
+    help: "planner: seconds between throughput-loop decisions (default 180)",
+  },
+  "planner-load-interval": {
+    type: "number",
+    env: "ARMATURE_PLANNER_LOAD_INTERVAL",
+    help: "planner: seconds between load-loop decisions (default 5)",
+  },
+  predictor: {
+    type: "string",
+    env: "ARMATURE_PREDICTOR",
+    help: "planner: constant | moving-average | kalman | holt-winters (default kalman)",
+  },
+  "planner-cooldown": {
+    type: "number",
+    env: "ARMATURE_PLANNER_COOLDOWN",
+    help: "planner: seconds a pool holds after a change (default 30)",
+  },
+  "planner-advisory": {
+    type: "boolean",
+    env: "ARMATURE_PLANNER_ADVISORY",
+    help: "planner: decide and report (log, metrics, GET /v1/planner), change nothing",
+  },
+  "durable-kv-events": {
+    type: "string",
+    env: "ARMATURE_DURABLE_KV_EVENTS",
+    help: "worker/frontend/router: on keeps KV events in JetStream (nats-server -js) for routers that start late",
+    choices: ["on", "off"],
+  },
+  "disagg-max-transfer-ms": {
+    type: "number",
+    env: "ARMATURE_DISAGG_MAX_TRANSFER_MS",
+    help: "prefill on the decode worker when moving the prompt's KV would take longer (modelled, ms; default unlimited)",
+  },
+  "transfer-host": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_HOST",
+    help: "worker: address the KV transfer agent listens on (default 127.0.0.1)",
+  },
+  "transfer-advertise-host": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_ADVERTISE_HOST",
+    help: "worker: address peers dial for KV bytes, when it differs from --transfer-host",
+  },
+  "transfer-secret": {
+    type: "string",
+    env: "ARMATURE_TRANSFER_SECRET",
+    help: "worker: secret (32+ chars, same on every worker) the KV transfer port checks; required beyond loopback (serve: random)",
+  },
+};
+
+export function serveUsage(): string {
+  const lines = Object.entries(serveSettings).map(([flag, s]) => `  --${flag.padEnd(24)} ${s.help}  [${s.env}]`);
+  return [
+    "usage: armature serve [flags]",
+    "",
+    ...lines,
+    `  --${"config".padEnd(24)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`,
+  ].join("\n");
+}
+
+/** Merges flags over environment over config file over defaults, and checks every value. */
