@@ -40,6 +40,7 @@ export {
   modelCardSchema,
   routeAnswerSchema,
   routeQuerySchema,
+  trafficReportSchema,
   workerLoadSchema,
 } from "./message-schemas.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
@@ -47,5 +48,6 @@ export type { RouteAnswer, RouteQuery } from "./route-query.js";
 export type { Schema } from "./schema.js";
 export { MessageInvalidError } from "./schema.js";
 export { subjects } from "./subjects.js";
+export type { TrafficReport } from "./traffic-report.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
 export { backendNames } from "./transfer-descriptors.js";

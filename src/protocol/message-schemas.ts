@@ -9,6 +9,7 @@ import {
   int,
   jsonValue,
   literal,
+  MessageInvalidError,
   nullable,
   num,
   object,
@@ -18,6 +19,7 @@ import {
   u64,
   variants,
 } from "./schema.js";
+import type { TrafficReport } from "./traffic-report.js";
 import { type AgentMetadata, backendNames, type TransferDescriptor } from "./transfer-descriptors.js";
 
 /**
@@ -246,3 +248,41 @@ export const instanceRecordSchema = object({
   card: modelCardSchema,
   transferAgent: optional(agentMetadataSchema),
 });
+
+/** Requests one traffic report may sum: far more than a frontend finishes in a second. */
+const MAX_REPORTED_REQUESTS = 1 << 20;
+/** The longest latency one request may honestly report: a day, in ms. */
+const MAX_LATENCY_MS = 86_400_000;
+const reportedCount = int(0, MAX_REPORTED_REQUESTS);
+const reportedTokens = int(0, MAX_REPORTED_REQUESTS * MAX_TOKENS);
+const reportedMsSum = num(0, MAX_REPORTED_REQUESTS * MAX_LATENCY_MS);
+const trafficReportShape = object({
+  type: literal("traffic-report"),
+  frontendId: id,
+  requests: reportedCount,
+  inputTokens: reportedTokens,
+  outputTokens: reportedTokens,
+  cachedTokens: reportedTokens,
+  ttftMsSum: reportedMsSum,
+  ttftCount: reportedCount,
+  itlMsSum: reportedMsSum,
+  itlCount: reportedCount,
+});
+
+/** A frontend's traffic report; counts of latencies cannot exceed the requests, cached tokens the prompt tokens. */
+export const trafficReportSchema: Schema<TrafficReport> = {
+  parse(value, path = "") {
+    const report = trafficReportShape.parse(value, path);
+    const at = (field: string): string => (path ? `${path}.${field}` : field);
+    for (const field of ["ttftCount", "itlCount"] as const) {
+      if (report[field] > report.requests)
+        throw new MessageInvalidError(at(field), `must not exceed requests (${report.requests}), got ${report[field]}`);
+    }
+    if (report.cachedTokens > report.inputTokens)
+      throw new MessageInvalidError(
+        at("cachedTokens"),
+        `must not exceed inputTokens (${report.inputTokens}), got ${report.cachedTokens}`,
+      );
+    return report;
+  },
+};

@@ -13,4 +13,7 @@ export const subjects = {
   activeSequences: "armature.active_sequences",
   /** The request-plane address every `armature router` process serves (NATS queue group: one answers). */
   routerService: "armature_router",
+  /** Each frontend's traffic report, every second, for `armature planner`. */
+  trafficReport: (frontendId: string): string => `armature.traffic.${frontendId}`,
+  allTrafficReports: "armature.traffic.*",
 } as const;

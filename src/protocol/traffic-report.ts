@@ -1,0 +1,23 @@
+/**
+ * What one frontend finished in about a second, for an `armature planner` process: published on
+ * `armature.traffic.<frontendId>` each second in which a request finished (never in
+ * `armature serve`, whose planner reads the frontend directly). Sums and counts rather than
+ * means, so reports from several frontends and seconds add up.
+ */
+export interface TrafficReport {
+  readonly type: "traffic-report";
+  /** The publishing frontend (one NATS subject token). */
+  readonly frontendId: string;
+  /** Requests that finished successfully in the period. */
+  readonly requests: number;
+  /** Their prompt tokens, completion tokens, and prompt tokens served from a worker's prefix cache. */
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  /** Sum of the time to first token, ms, of the `ttftCount` requests that got a first token. */
+  readonly ttftMsSum: number;
+  readonly ttftCount: number;
+  /** Sum of the mean inter-token latency, ms, of the `itlCount` requests with two tokens or more. */
+  readonly itlMsSum: number;
+  readonly itlCount: number;
+}
