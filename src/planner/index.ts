@@ -39,4 +39,4 @@ export type {
   WorkerBound,
 } from "./replica-calculator.js";
 export { calculateReplicas, decodeOperatingPoint, sizeDecode, sizePrefill } from "./replica-calculator.js";
-export { type FinishedRequest, TrafficWindow } from "./traffic-window.js";
+export { type FinishedRequest, type TrafficSummary, TrafficWindow } from "./traffic-window.js";

@@ -20,3 +20,52 @@ test("an interval's rate, mean lengths and hit rate, hand-worked", () => {
   assert.deepEqual(window.takeInterval(6000), { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 });
   assert.equal(window.measured(40_000), undefined, "latencies older than 30 s are forgotten");
 });
+
+test("summaries (frontends' traffic reports) add up as the requests they sum would", () => {
+  const window = new TrafficWindow(0);
+  // Two frontends' seconds: 2 requests (100 + 300 in, 50 + 150 cached, 10 + 20 out, TTFT 40 + 80,
+  // ITL 5 + 7) and 1 request (200 in, none cached, 30 out, TTFT 90, one token so no ITL).
+  window.recordSummary(1000, {
+    requests: 2,
+    inputTokens: 400,
+    outputTokens: 30,
+    cachedTokens: 200,
+    ttftMsSum: 120,
+    ttftCount: 2,
+    itlMsSum: 12,
+    itlCount: 2,
+  });
+  window.recordSummary(3000, {
+    requests: 1,
+    inputTokens: 200,
+    outputTokens: 30,
+    cachedTokens: 0,
+    ttftMsSum: 90,
+    ttftCount: 1,
+    itlMsSum: 0,
+    itlCount: 0,
+  });
+  // The same as the three requests of the test above: 0.75 req/s, 200 in, 20 out, hit rate 1/3.
+  assert.deepEqual(window.takeInterval(4000), {
+    requestsPerSecond: 0.75,
+    meanInputTokens: 200,
+    meanOutputTokens: 20,
+    kvHitRate: 1 / 3,
+  });
+  // Weighted by request: TTFT (120 + 90) / 3 = 70, not the mean of the reports' means (60 + 90) / 2
+  // = 75; ITL 12 / 2 = 6.
+  assert.deepEqual(window.measured(4000), { ttftMs: 70, itlMs: 6 });
+  // A summary with no finished request changes nothing.
+  window.recordSummary(5000, {
+    requests: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    ttftMsSum: 0,
+    ttftCount: 0,
+    itlMsSum: 0,
+    itlCount: 0,
+  });
+  assert.deepEqual(window.measured(32_000), { ttftMs: 90, itlMs: 0 }, "the first summary left the 30 s window");
+  assert.equal(window.measured(33_001), undefined);
+});

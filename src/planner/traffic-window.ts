@@ -12,6 +12,28 @@ export interface FinishedRequest {
   readonly itlMs?: number | undefined;
 }
 
+/** Requests finished in one period, as sums (a frontend's traffic report carries these fields). */
+export interface TrafficSummary {
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  /** Sum of the TTFTs, ms, of the `ttftCount` requests that got a first token. */
+  readonly ttftMsSum: number;
+  readonly ttftCount: number;
+  /** Sum of the mean ITLs, ms, of the `itlCount` requests with two tokens or more. */
+  readonly itlMsSum: number;
+  readonly itlCount: number;
+}
+
+interface RecentLatencies {
+  readonly at: number;
+  readonly ttftMsSum: number;
+  readonly ttftCount: number;
+  readonly itlMsSum: number;
+  readonly itlCount: number;
+}
+
 /** Latencies averaged for the load loop by default: the requests of this many most recent ms. */
 const LATENCY_WINDOW_MS = 30_000;
 
@@ -27,7 +49,7 @@ export class TrafficWindow {
   #input = 0;
   #output = 0;
   #cached = 0;
-  readonly #recent: Array<{ at: number; ttftMs?: number | undefined; itlMs?: number | undefined }> = [];
+  readonly #recent: RecentLatencies[] = [];
 
   /** `latencyWindowMs`: how far back `measured` looks (default 30 s). */
   constructor(startMs: number, latencyWindowMs = LATENCY_WINDOW_MS) {
@@ -36,11 +58,26 @@ export class TrafficWindow {
   }
 
   record(nowMs: number, request: FinishedRequest): void {
-    this.#count++;
-    this.#input += request.inputTokens;
-    this.#output += request.outputTokens;
-    this.#cached += Math.min(request.cachedTokens, request.inputTokens);
-    this.#recent.push({ at: nowMs, ttftMs: request.ttftMs, itlMs: request.itlMs });
+    this.recordSummary(nowMs, {
+      requests: 1,
+      inputTokens: request.inputTokens,
+      outputTokens: request.outputTokens,
+      cachedTokens: Math.min(request.cachedTokens, request.inputTokens),
+      ttftMsSum: request.ttftMs ?? 0,
+      ttftCount: request.ttftMs === undefined ? 0 : 1,
+      itlMsSum: request.itlMs ?? 0,
+      itlCount: request.itlMs === undefined ? 0 : 1,
+    });
+  }
+
+  /** Several requests at once, e.g. a frontend's traffic report; their latencies count as finished now. */
+  recordSummary(nowMs: number, summary: TrafficSummary): void {
+    this.#count += summary.requests;
+    this.#input += summary.inputTokens;
+    this.#output += summary.outputTokens;
+    this.#cached += Math.min(summary.cachedTokens, summary.inputTokens);
+    const { ttftMsSum, ttftCount, itlMsSum, itlCount } = summary;
+    if (ttftCount > 0 || itlCount > 0) this.#recent.push({ at: nowMs, ttftMsSum, ttftCount, itlMsSum, itlCount });
     this.#trim(nowMs);
   }
 
@@ -65,17 +102,21 @@ export class TrafficWindow {
   /** Mean TTFT and ITL of the requests finished within the latency window; undefined when none. */
   measured(nowMs: number): WorkerLatencyEstimate | undefined {
     this.#trim(nowMs);
-    const ttft = this.#recent.flatMap((r) => (r.ttftMs === undefined ? [] : [r.ttftMs]));
-    const itl = this.#recent.flatMap((r) => (r.itlMs === undefined ? [] : [r.itlMs]));
-    if (ttft.length === 0 && itl.length === 0) return undefined;
-    return { ttftMs: mean(ttft), itlMs: mean(itl) };
+    let ttftSum = 0;
+    let ttftCount = 0;
+    let itlSum = 0;
+    let itlCount = 0;
+    for (const r of this.#recent) {
+      ttftSum += r.ttftMsSum;
+      ttftCount += r.ttftCount;
+      itlSum += r.itlMsSum;
+      itlCount += r.itlCount;
+    }
+    if (ttftCount === 0 && itlCount === 0) return undefined;
+    return { ttftMs: ttftCount > 0 ? ttftSum / ttftCount : 0, itlMs: itlCount > 0 ? itlSum / itlCount : 0 };
   }
 
   #trim(nowMs: number): void {
     while (this.#recent.length > 0 && (this.#recent[0]?.at ?? nowMs) < nowMs - this.#windowMs) this.#recent.shift();
   }
-}
-
-function mean(xs: readonly number[]): number {
-  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
 }
