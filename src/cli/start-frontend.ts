@@ -21,6 +21,7 @@ import type { Runtime } from "../runtime/index.js";
 import { createApiAccess } from "./api-access.js";
 import { readHttpsCredentials, reloadHttpsOnHangup } from "./https-credentials.js";
 import type { ServeOptions } from "./serve-options.js";
+import { TrafficReporter } from "./traffic-reporter.js";
 
 export interface FrontendStack {
   readonly frontend: Frontend;
@@ -40,7 +41,10 @@ export async function startFrontend(
   logger: Logger,
   cards: readonly ModelCard[],
   routerId: string,
-  /** Share bookings with other router replicas over the event plane (not needed in one process). */
+  /**
+   * Share bookings with other router replicas over the event plane, and publish a traffic report
+   * every second for `armature planner` (neither is needed in one process).
+   */
   shareLoad = true,
   /** Where `/metrics` reads from; workers in the same process add theirs to it. */
   meter = new PrometheusMeter(),
@@ -118,6 +122,19 @@ export async function startFrontend(
     indexer?.close();
     activeLoad.close();
   };
+  // An `armature planner` process reads the deployment's traffic from every frontend's reports.
+  const reporter = shareLoad
+    ? new TrafficReporter({ frontendId: routerId, events: runtime.events, clock: runtime.clock, logger })
+    : undefined;
+  const hooks: typeof planner = reporter
+    ? {
+        ...planner,
+        onRequestFinished: (request) => {
+          planner.onRequestFinished?.(request);
+          reporter.record(request);
+        },
+      }
+    : planner;
   let frontend: Frontend;
   try {
     frontend = await Frontend.create({
@@ -133,9 +150,10 @@ export async function startFrontend(
       requestTimeoutMs: options.requestTimeoutMs,
       access: apiAccess?.access,
       tls,
-      ...planner,
+      ...hooks,
     });
   } catch (error) {
+    await reporter?.close();
     stopRouting();
     if (isArmatureError(error) && error.code === "LISTEN_FAILED") {
       const taken = (error.cause as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE";
@@ -158,6 +176,8 @@ export async function startFrontend(
       stopKeyReloads?.();
       stopTlsReloads?.();
       await frontend.close(graceMs);
+      // After the drain, so the last requests' report goes out.
+      await reporter?.close();
       stopRouting();
     },
   };
