@@ -5,8 +5,9 @@ import type { PrefillOutcome } from "./prefill-stage.js";
 const SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 /**
- * Disaggregation metrics: where prefills ran, KV bytes moved and transfer latency by backend, and
- * decode workers that had to prefill locally. Returns the hooks a `PrefillStage` takes.
+ * Disaggregation metrics: where prefills ran, KV bytes moved and transfer latency by backend, KV
+ * bytes not moved because the decode worker held the prompt's first blocks, and decode workers that
+ * had to prefill locally. Returns the hooks a `PrefillStage` takes.
  */
 export function disaggregationMetrics(meter: MetricMeter): {
   onOutcome: (outcome: PrefillOutcome) => void;
@@ -24,6 +25,11 @@ export function disaggregationMetrics(meter: MetricMeter): {
     ["backend"],
     SECONDS_BUCKETS,
   );
+  const saved = meter.counter(
+    "disagg_kv_bytes_saved_total",
+    "KV cache bytes a decode worker did not pull because it held the prompt's first blocks already",
+    ["backend"],
+  );
   const fallbacks = meter.counter(
     "disagg_local_prefill_fallbacks_total",
     "Disaggregated requests prefilled on the decode worker after a failure",
@@ -39,6 +45,7 @@ export function disaggregationMetrics(meter: MetricMeter): {
       if (end.kvTransfer) {
         bytes.inc({ backend: end.kvTransfer.backend }, end.kvTransfer.bytes);
         latency.observe({ backend: end.kvTransfer.backend }, end.kvTransfer.ms / 1000);
+        if (end.kvTransfer.savedBytes) saved.inc({ backend: end.kvTransfer.backend }, end.kvTransfer.savedBytes);
       }
     },
   };

@@ -61,16 +61,30 @@ export class PrefillStage {
 
   /**
    * The handoff, or the request's end when generation ended before a first token (an end-of-sequence
-   * token came first), or nothing when the decode worker should prefill.
+   * token came first), or nothing when the decode worker should prefill. `chooseDecodeWorker` is
+   * called once the prefill is to run remotely (or earlier, for `maxTransferMs`): the prefill
+   * worker is then told how much of the prompt that worker holds by the KV index (its device and
+   * lower tiers), and exports only the rest.
    */
-  async run(request: GenerateRequest, signal: AbortSignal): Promise<RemotePrefill | undefined> {
-    const outcome = this.#localReason(request);
+  async run(
+    request: GenerateRequest,
+    signal: AbortSignal,
+    chooseDecodeWorker?: () => Promise<string | undefined>,
+  ): Promise<RemotePrefill | undefined> {
+    let held: Promise<number> | undefined;
+    const decodeHeld = (): Promise<number> => {
+      held ??= (chooseDecodeWorker?.() ?? Promise.resolve(undefined)).then((id) => this.#heldBy(id, request));
+      return held;
+    };
+    const outcome = await this.#localReason(request, decodeHeld);
     if (outcome) {
       this.#o.onOutcome?.(outcome);
       return undefined;
     }
+    const decodeHeldTokens = await decodeHeld();
     try {
-      const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation: { phase: "prefill" } }, { signal });
+      const disaggregation = { phase: "prefill" as const, ...(decodeHeldTokens > 0 ? { decodeHeldTokens } : {}) };
+      const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation }, { signal });
       let end: RequestEnd | undefined;
       for await (const item of call.stream) if (item.type === "request-end") end = item;
       if (!end || end.finishReason === "error" || end.finishReason === "cancelled") {
@@ -94,7 +108,18 @@ export class PrefillStage {
     }
   }
 
-  #localReason(request: GenerateRequest): PrefillOutcome | undefined {
+  /**
+   * Prompt tokens `workerId` holds by the KV index, in whole blocks: on its device, on a lower tier,
+   * or on the external tier its model's workers share. It may be stale; the decode worker checks.
+   */
+  #heldBy(workerId: string | undefined, request: GenerateRequest): number {
+    const { index, blockSize } = this.#o;
+    if (workerId === undefined || !index || !blockSize) return 0;
+    const { scores, lowerTierScores, sharedBlocks = 0 } = index.findMatches(hashBlocks(request.tokenIds, blockSize).local);
+    return Math.max(scores.get(workerId) ?? 0, lowerTierScores?.get(workerId) ?? 0, sharedBlocks) * blockSize;
+  }
+
+  async #localReason(request: GenerateRequest, decodeHeld: () => Promise<number>): Promise<PrefillOutcome | undefined> {
     const prefillWorkers = this.#o.router.eligibleWorkers(request.model);
     if (prefillWorkers.length === 0) return "local_no_prefill_worker";
     if (request.constraint) return "local_constrained";
@@ -109,7 +134,9 @@ export class PrefillStage {
       if (uncached < threshold) return "local_short_prompt";
     }
     if (this.#o.maxTransferMs !== undefined) {
-      const fastest = Math.min(...prefillWorkers.map((w) => transferEstimateMs(w, request.tokenIds.length)));
+      // Only what the decode worker lacks crosses.
+      const missing = request.tokenIds.length - (await decodeHeld());
+      const fastest = Math.min(...prefillWorkers.map((w) => transferEstimateMs(w, missing)));
       if (fastest > this.#o.maxTransferMs) return "local_transfer_cost";
     }
     const maxQueue = this.#o.maxPrefillQueue ?? Number.POSITIVE_INFINITY;
@@ -120,12 +147,13 @@ export class PrefillStage {
 }
 
 /**
- * Modelled milliseconds to move a prompt's KV from `worker` over TCP (the backend between hosts, the
- * slowest one), from the cost model its transfer agent published; 0 when it published none.
+ * Modelled milliseconds to move `tokens` prompt tokens' KV from `worker` over TCP (the backend
+ * between hosts, the slowest one), from the cost model its transfer agent published; 0 when it
+ * published none.
  */
-export function transferEstimateMs(worker: WorkerView, promptTokens: number): number {
+export function transferEstimateMs(worker: WorkerView, tokens: number): number {
   const model = worker.transferAgent?.costModels?.tcp;
   const perToken = worker.card.kvBytesPerToken;
   if (!model || perToken === undefined) return 0;
-  return model.alphaMs + (promptTokens * perToken) / model.bytesPerMs;
+  return model.alphaMs + (tokens * perToken) / model.bytesPerMs;
 }

@@ -4,6 +4,7 @@ import {
   type GenerateRequest,
   type GenerateResponse,
   generateResponseSchema,
+  isArmatureError,
   type RequestEnd,
   type WorkerRole,
 } from "../protocol/index.js";
@@ -158,32 +159,38 @@ export class Router {
       // Decode capacity first: a request refused after its prefill would strand the exported KV.
       await this.#queueOf(request.model).admit(free, options.signal);
       admitted = true;
-      const staged = await this.#prefill.run(request, options.signal);
-      if (staged?.end) {
-        const end = staged.end;
-        return {
-          workerId: staged.prefillWorkerId,
-          prefillWorkerId: staged.prefillWorkerId,
-          overlapBlocks: staged.overlapBlocks,
-          stream: once(end),
-        };
-      }
-      if (staged) {
-        const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
-        // The KV arrives with the request: the decode worker is chosen by load alone.
-        const call = await this.route(decode, {
-          ...options,
-          admitted: true,
-          overrides: { ...options.overrides, overlapWeight: 0 },
-        });
-        const onEnd = this.#prefill.onDecodeEnd;
-        // The prompt's cache hits happened on the prefill worker.
-        return {
-          ...call,
-          prefillWorkerId: staged.prefillWorkerId,
-          overlapBlocks: staged.overlapBlocks,
-          stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream,
-        };
+      // Then, if the prefill runs remotely, its decode worker, booked while the prefill runs: the
+      // prefill worker leaves out the KV that worker holds.
+      let decodeWorker: { id: string; release: () => void } | undefined;
+      const chooseDecodeWorker = async (): Promise<string | undefined> => {
+        decodeWorker = await this.#reserveDecodeWorker(request, eligible(), options);
+        return decodeWorker?.id;
+      };
+      try {
+        const staged = await this.#prefill.run(request, options.signal, chooseDecodeWorker);
+        if (staged?.end) {
+          const end = staged.end;
+          return {
+            workerId: staged.prefillWorkerId,
+            prefillWorkerId: staged.prefillWorkerId,
+            overlapBlocks: staged.overlapBlocks,
+            stream: once(end),
+          };
+        }
+        if (staged) {
+          const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
+          const call = await this.#routeDecode(decode, decodeWorker?.id, options);
+          const onEnd = this.#prefill.onDecodeEnd;
+          // The prompt's cache hits happened on the prefill worker.
+          return {
+            ...call,
+            prefillWorkerId: staged.prefillWorkerId,
+            overlapBlocks: staged.overlapBlocks,
+            stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream,
+          };
+        }
+      } finally {
+        decodeWorker?.release();
       }
     }
     if (candidates.length === 0) {
@@ -248,6 +255,53 @@ export class Router {
         return response;
       }),
     };
+  }
+
+  /**
+   * Chooses a disaggregated request's decode worker before its prefill runs, as its decode call
+   * would (by load: overlap weight 0, the prompt blocks a worker caches counting as blocks it need
+   * not take), and books the request's blocks on it until `release`, which follows the decode
+   * call's own booking: requests that arrive meanwhile see the load.
+   */
+  async #reserveDecodeWorker(
+    request: GenerateRequest,
+    eligible: readonly WorkerView[],
+    options: { signal: AbortSignal; overrides?: RouterOverrides | undefined },
+  ): Promise<{ id: string; release: () => void } | undefined> {
+    const idle = eligible.filter((w) => !this.isBusy(w));
+    const candidates = idle.length > 0 ? idle : eligible;
+    if (candidates.length === 0) return undefined;
+    const overrides = { ...options.overrides, overlapWeight: 0 };
+    const routeRequest: RouteRequest = { model: request.model, tokenIds: request.tokenIds, overrides };
+    const answer = this.#remote ? await this.#askRemote(candidates, routeRequest, options.signal) : undefined;
+    const chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
+    const bookingId = `${request.requestId}#${++this.#requestSeq}`;
+    this.#load.add(bookingId, chosen.id, 0, Math.ceil(request.tokenIds.length / chosen.card.blockSize));
+    return {
+      id: chosen.id,
+      release: () => {
+        this.#load.free(bookingId);
+        this.#queues.get(request.model)?.notify();
+      },
+    };
+  }
+
+  /**
+   * Sends the decode half to the worker chosen for it; when that one left meanwhile, to another by
+   * load (which, lacking the prompt's first blocks, prefills the prompt itself).
+   */
+  async #routeDecode(
+    decode: GenerateRequest,
+    workerId: string | undefined,
+    options: Parameters<Router["route"]>[1],
+  ): Promise<RoutedCall> {
+    const overrides = { ...options.overrides, overlapWeight: 0 };
+    try {
+      return await this.route(decode, { ...options, admitted: true, overrides, pinnedWorkerId: workerId });
+    } catch (error) {
+      if (workerId === undefined || !isArmatureError(error) || error.code !== "ROUTER_WORKER_NOT_FOUND") throw error;
+      return this.route(decode, { ...options, admitted: true, overrides });
+    }
   }
 
   close(): void {
