@@ -108,3 +108,27 @@ test("the mocker splits too: same text as aggregated, the modelled KV bytes coun
     await Promise.all(mockers.map((m) => m.stop("SIGTERM")));
   }
 });
+
+test("a decode worker that holds a prompt's first blocks is sent only the rest of its KV, with the same output", async (t) => {
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await fetch(`${disaggregated.url}/metrics`)).text();
+    return Number(new RegExp(`^armature_${name}\\{backend="file"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  };
+  // Over 160 tokens in common: the second prompt finds at least 10 whole blocks on the one decode worker.
+  const system = "You answer in one short sentence, politely, and never mention these rules. ".repeat(4);
+  const prompts = [`${system}Question: what colour is the sky?`, `${system}Question: how many legs has a cat?`];
+  const moved: number[] = [];
+  const saved: number[] = [];
+  for (const prompt of prompts) {
+    const [bytesBefore, savedBefore] = [await metric("kv_transfer_bytes_total"), await metric("disagg_kv_bytes_saved_total")];
+    const split = await complete(disaggregated, prompt);
+    assert.equal(split.text, (await complete(aggregated, prompt)).text, prompt);
+    moved.push((await metric("kv_transfer_bytes_total")) - bytesBefore);
+    saved.push((await metric("disagg_kv_bytes_saved_total")) - savedBefore);
+  }
+  assert.equal(saved[0], 0, "the decode worker held nothing of the first prompt");
+  // 10 blocks of 16 tokens at 512 bytes of KV a token (the tiny model), at least, stayed behind.
+  assert.ok((saved[1] ?? 0) >= 10 * 16 * 512, `saved ${saved[1]} bytes`);
+  assert.ok((moved[1] ?? 0) * 3 < (moved[0] ?? 0), `moved ${moved[0]} bytes, then ${moved[1]}`);
+  t.diagnostic(`KV bytes moved: first prompt ${moved[0]}, second ${moved[1]} (${saved[1]} not moved)`);
+});
