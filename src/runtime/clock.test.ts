@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { test } from "node:test";
 import { VirtualClock } from "./clock.js";
 
@@ -34,4 +35,30 @@ test("many sleepers fire in deadline order, equal deadlines in the order they we
     .map((x) => x.i);
   assert.deepEqual(fired, expected);
   assert.equal(clock.now(), 100);
+});
+
+test("time stands still while held work is out, however long it takes in real time", async () => {
+  const clock = new VirtualClock();
+  const order: string[] = [];
+  void clock.sleep(10).then(() => order.push(`timer@${clock.now()}`));
+  const io = new Promise<string>((resolve) => setTimeout(() => resolve("opened"), 20));
+  void clock.hold(io).then((value) => order.push(`${value}@${clock.now()}`));
+  await clock.runUntilIdle();
+  assert.deepEqual(order, ["opened@0", "timer@10"]);
+  await assert.rejects(clock.hold(Promise.reject(new Error("failed"))), /failed/);
+  await clock.advance(5);
+  assert.equal(clock.now(), 15, "a failed hold releases time too");
+});
+
+test("a virtual sleep that fired lets go of its signal", async () => {
+  // Regression: every fired sleep left its abort listener on the signal, so a loop sleeping on one
+  // long-lived signal (a worker's load reports) piled up listeners for as long as it ran.
+  const clock = new VirtualClock();
+  const controller = new AbortController();
+  for (let i = 0; i < 50; i++) {
+    const sleeping = clock.sleep(10, controller.signal);
+    await clock.advance(10);
+    await sleeping;
+  }
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
 });

@@ -50,6 +50,8 @@ export class VirtualClock implements Clock {
   #seq = 0;
   readonly #heap: Timer[] = [];
   #live = 0;
+  /** Real work (I/O) time waits for, settled or not. */
+  readonly #holds = new Set<Promise<void>>();
 
   constructor(startMs = 0) {
     this.#now = startMs;
@@ -62,25 +64,43 @@ export class VirtualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer: Timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fire: resolve, cancelled: false };
+      const onAbort = (): void => {
+        if (timer.cancelled) return;
+        timer.cancelled = true;
+        this.#live--;
+        reject(signal?.reason);
+      };
+      // A fired timer lets go of the signal: loops that sleep on one long-lived signal must not pile up listeners.
+      const fire = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const timer: Timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fire, cancelled: false };
       this.#push(timer);
       this.#live++;
-      signal?.addEventListener(
-        "abort",
-        () => {
-          if (timer.cancelled) return;
-          timer.cancelled = true;
-          this.#live--;
-          reject(signal.reason);
-        },
-        { once: true },
-      );
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
   /** Number of sleepers waiting. */
   get pendingTimers(): number {
     return this.#live;
+  }
+
+  /**
+   * Keeps time still until `work` settles, and returns it. For real I/O the simulated world takes
+   * as instant (a worker opening its listener as it starts): without the hold, time would move on
+   * by however many timers fire while the I/O is out, and a run would not repeat. Code that does not
+   * wait on the clock keeps running meanwhile. `work` must not itself wait on this clock.
+   */
+  hold<T>(work: Promise<T>): Promise<T> {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#holds.add(settled);
+    void settled.then(() => this.#holds.delete(settled));
+    return work;
   }
 
   /** Moves time forward by `ms`, firing every timer due on the way, in order. */
@@ -99,6 +119,7 @@ export class VirtualClock implements Clock {
 
   async #runWhile(due: (at: number) => boolean): Promise<void> {
     for (;;) {
+      await this.#released();
       const next = this.#peek();
       if (next === undefined || !due(next.at)) return;
       // Fire every timer of this instant, then let the code they woke run before time moves on.
@@ -109,6 +130,14 @@ export class VirtualClock implements Clock {
         this.#live--;
         t.fire();
       }
+      await settle();
+    }
+  }
+
+  /** Waits out every hold, letting the code each one resumes run before time moves. */
+  async #released(): Promise<void> {
+    while (this.#holds.size > 0) {
+      await Promise.all(this.#holds);
       await settle();
     }
   }
