@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MockerEngine } from "../engines/index.js";
 import { silentLogger } from "../observability/index.js";
-import type { GenerateRequest } from "../protocol/index.js";
+import { type GenerateRequest, subjects } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import { roundRobinPolicy } from "./basic-policies.js";
@@ -149,5 +149,47 @@ test("with disaggregation, decode capacity is taken before the prefill runs: a f
     prefillRouter.close();
     await prefillWorker.close(1000);
     await close();
+  }
+});
+
+test("a request parked behind a worker's published load goes once a lower load report arrives", async () => {
+  // Regression: only bookings woke the queue, so a worker that stayed busy by its published load
+  // after its bookings ended left parked requests waiting for ever once traffic stopped.
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 16 }),
+    modelName: "m",
+    logger: silentLogger,
+    loadIntervalMs: 60_000,
+  });
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger, busy: { activeDecodeBlocks: 0.1 } });
+  const report = (activeKvBlocks: number) =>
+    runtime.events.publish(subjects.load("w1"), {
+      type: "worker-load",
+      workerId: "w1",
+      activeRequests: 0,
+      waitingRequests: 0,
+      activeKvBlocks,
+      totalKvBlocks: 16,
+    });
+  try {
+    await report(12);
+    await new Promise((r) => setTimeout(r, 5));
+    const routed = router.route(request(1), { signal: new AbortController().signal });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(router.queuedRequests, 1, "the worker's published load makes it busy");
+    await report(0);
+    const outcome = await Promise.race([
+      routed.then(() => "routed"),
+      new Promise((r) => setTimeout(() => r("still parked"), 1000)),
+    ]);
+    assert.equal(outcome, "routed");
+    await drain((await routed).stream);
+  } finally {
+    router.close();
+    await worker.close(1000);
+    await runtime.close();
   }
 });

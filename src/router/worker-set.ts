@@ -43,7 +43,11 @@ export class WorkerSet {
         const load = runtime.invalidMessages.accept("worker-load", workerLoadSchema, payload, subject);
         if (!load || subject !== subjects.load(load.workerId)) return;
         const worker = this.#workers.get(load.workerId);
-        if (worker) worker.published = load;
+        if (!worker) return;
+        const before = worker.published?.activeKvBlocks ?? 0;
+        worker.published = load;
+        // Fewer blocks in use may end a worker's busy spell: requests parked for one try again.
+        if (load.activeKvBlocks < before) for (const listener of this.#listeners) listener();
       }),
     );
   }
@@ -68,7 +72,7 @@ export class WorkerSet {
     return [...byName.values()];
   }
 
-  /** Calls `listener` whenever a worker joins or leaves. */
+  /** Calls `listener` whenever a worker joins or leaves, or publishes fewer KV blocks in use than before. */
   onChange(listener: () => void): Unsubscribe {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
