@@ -319,7 +319,7 @@ export class Router {
       return await (this.#remote as RemoteSelector)(candidates, request, signal);
     } catch (error) {
       if (signal.aborted) throw error;
-      const now = Date.now();
+      const now = this.#runtime.clock.now();
       if (now - this.#remoteWarnedAt > 10_000) {
         this.#remoteWarnedAt = now;
         this.#log.warn({ err: error }, "the router service did not answer; this frontend routes with its own policy meanwhile");

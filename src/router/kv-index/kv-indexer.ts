@@ -54,6 +54,8 @@ export class KvIndexer {
   readonly #warnedSizes = new Set<string>();
   readonly #recover: RecoveryRequester | undefined;
   readonly #invalid: InvalidMessages;
+  /** The runtime's clock (virtual in a replay), for when events were heard. */
+  readonly #now: () => number;
   readonly #held = new Map<string, KvEventBatch[]>();
   /** When each worker's last KV events arrived, and whether its silence was reported. */
   readonly #lastHeard = new Map<string, number>();
@@ -72,6 +74,7 @@ export class KvIndexer {
     this.#log = options.logger.child({ component: "kv-indexer" });
     this.#blockSize = options.blockSize;
     const runtime = options.runtime;
+    this.#now = runtime ? () => runtime.clock.now() : () => performance.now();
     this.#invalid = options.invalidMessages ?? runtime?.invalidMessages ?? new InvalidMessages();
     this.#recover =
       options.recover ??
@@ -141,7 +144,7 @@ export class KvIndexer {
   }
 
   /** Applies one batch of a worker's events, in order; starts a recovery on a gap. */
-  apply(batch: KvEventBatch, now: number = performance.now()): void {
+  apply(batch: KvEventBatch, now: number = this.#now()): void {
     this.#lastHeard.set(batch.workerId, now);
     this.#silenceReported.delete(batch.workerId);
     const held = this.#held.get(batch.workerId);
