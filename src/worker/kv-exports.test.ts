@@ -46,7 +46,7 @@ async function prefill(engine: Engine, exports: KvExports): Promise<KvHandoff> {
   return handoff as KvHandoff;
 }
 
-async function fixture(caps: { maxExports?: number; maxBytes?: number; minFreeBytes?: number }) {
+async function fixture(caps: { maxExports?: number; maxBytes?: number; minFreeBytes?: number; modelledOnly?: boolean }) {
   const agent = await TransferAgent.create();
   const exports = new KvExports({ agent, clock: new VirtualClock(), logger: silentLogger, ttlMs: 30_000, ...caps });
   return {
@@ -85,6 +85,21 @@ test("an export that would take held bytes over the cap is refused and its file 
   assert.equal(f.exports.size, 1);
   assert.equal(f.exports.heldBytes, 600);
   assert.equal(f.files().length, 1);
+});
+
+test("modelled-only exports never look at the shared folder: no free-space check, no file removed", async () => {
+  // A replay in virtual time repeats only if nothing on a request's path waits for real I/O.
+  await using f = await fixture({ minFreeBytes: Number.MAX_SAFE_INTEGER, modelledOnly: true });
+  let looked = 0;
+  f.agent.sharedFreeBytes = async () => {
+    looked++;
+    return 0;
+  };
+  const { id, path } = await f.exports.newExport(4);
+  await writeFile(path, "left by an engine that models its exports but wrote anyway");
+  await f.exports.free(id, "failed", path);
+  assert.equal(looked, 0);
+  assert.deepEqual(f.files().length, 1, "the file was not looked for");
 });
 
 test("a shared folder short of free space refuses the export before the engine runs", async () => {

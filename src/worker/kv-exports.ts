@@ -30,6 +30,12 @@ export interface KvExportsOptions {
    * (estimated from the bytes per prompt token of earlier exports). Default 16 MiB.
    */
   readonly minFreeBytes?: number | undefined;
+  /**
+   * The engine's exports are modelled, never written (the mocker): the shared folder's free space is
+   * not checked and no file is removed, so no real I/O sits on a prefill's path (a replay in virtual
+   * time needs that to repeat). Default false.
+   */
+  readonly modelledOnly?: boolean | undefined;
 }
 
 /**
@@ -48,6 +54,7 @@ export class KvExports {
   readonly #maxExports: number;
   readonly #maxBytes: number;
   readonly #minFreeBytes: number;
+  readonly #modelledOnly: boolean;
   readonly #held = new Map<string, Held>();
   /** Exports handed to the engine and not yet published or freed. */
   readonly #writing = new Set<string>();
@@ -64,6 +71,7 @@ export class KvExports {
     this.#maxExports = options.maxExports ?? 64;
     this.#maxBytes = options.maxBytes ?? 1 << 30;
     this.#minFreeBytes = options.minFreeBytes ?? 16 << 20;
+    this.#modelledOnly = options.modelledOnly ?? false;
     this.#stopListening = this.#agent.onNotification((_from, message) => {
       if (message.startsWith("kv-done:")) void this.free(message.slice("kv-done:".length), "confirmed");
     });
@@ -81,12 +89,14 @@ export class KvExports {
     if (this.#heldBytes >= this.#maxBytes) {
       throw full(`the waiting KV exports hold ${this.#heldBytes} bytes, the cap is ${this.#maxBytes} (maxBytes)`);
     }
-    const expected = Math.ceil(this.#bytesPerToken * promptTokens);
-    const free = await this.#agent.sharedFreeBytes();
-    if (free - expected < this.#minFreeBytes) {
-      throw full(
-        `${this.#agent.sharedDir} has ${free} bytes free; an export of ~${expected} must leave ${this.#minFreeBytes} (minFreeBytes; in Docker raise --shm-size)`,
-      );
+    if (!this.#modelledOnly) {
+      const expected = Math.ceil(this.#bytesPerToken * promptTokens);
+      const free = await this.#agent.sharedFreeBytes();
+      if (free - expected < this.#minFreeBytes) {
+        throw full(
+          `${this.#agent.sharedDir} has ${free} bytes free; an export of ~${expected} must leave ${this.#minFreeBytes} (minFreeBytes; in Docker raise --shm-size)`,
+        );
+      }
     }
     const id = randomUUID();
     this.#writing.add(id);
@@ -160,7 +170,7 @@ export class KvExports {
     if (held) this.#heldBytes -= held.bytes;
     held?.stop.abort();
     if (held?.regionId) this.#agent.deregister(held.regionId);
-    const file = held?.path ?? path;
+    const file = held?.path ?? (this.#modelledOnly ? undefined : path);
     if (file) await rm(file, { force: true });
     if (why === "expired") this.#log.warn({ handoffId: id }, "KV handoff expired before a decode worker took it; freed");
   }

@@ -11,7 +11,7 @@ import {
   subjects,
   type WorkerLoad,
 } from "../protocol/index.js";
-import { createEmbeddedRuntime } from "../runtime/index.js";
+import { createEmbeddedRuntime, VirtualClock } from "../runtime/index.js";
 import { WorkerHost } from "./worker-host.js";
 
 const request = (maxTokens: number, tokens = Array.from({ length: 130 }, (_, i) => i % 200)): GenerateRequest => ({
@@ -106,6 +106,36 @@ test("closing drains in-flight requests and refuses new ones", async () => {
   await closing;
   const end = items.at(-1);
   assert.equal(end?.type === "request-end" && end.finishReason, "length");
+  assert.equal(worker.state, "stopped");
+  await runtime.close();
+});
+
+test("draining waits on the runtime's clock for the requests in flight and leaves the engine running", async () => {
+  const clock = new VirtualClock();
+  const runtime = createEmbeddedRuntime({ clock });
+  const engine = new MockerEngine({ clock });
+  const worker = await WorkerHost.create({ runtime, engine, id: "w1", modelName: "m", logger: silentLogger });
+  const items: GenerateResponse[] = [];
+  const inflight = (async () => {
+    for await (const item of runtime.requests.call("w1", request(30))) items.push(item as GenerateResponse);
+  })();
+  await clock.advance(1);
+  let drained = false;
+  const draining = worker.drain(60_000).then(() => {
+    drained = true;
+  });
+  await clock.advance(0);
+  assert.equal(worker.state, "draining");
+  assert.deepEqual(await runtime.discovery.list(), [], "it left discovery at once");
+  while (!drained) await clock.advance(10);
+  await inflight;
+  await draining;
+  assert.ok(clock.now() < 60_000, `drained when its request ended (${clock.now()} ms), not at the grace`);
+  assert.equal(items.at(-1)?.type, "request-end");
+  assert.equal(engine.load().activeRequests, 0);
+  const closing = worker.close();
+  await clock.runUntilIdle(0);
+  await closing;
   assert.equal(worker.state, "stopped");
   await runtime.close();
 });

@@ -15,7 +15,7 @@ import {
   type WorkerLoad,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
+import type { Clock, InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
@@ -44,6 +44,11 @@ export interface WorkerHostOptions {
   readonly exportLimits?: Pick<KvExportsOptions, "maxExports" | "maxBytes" | "minFreeBytes">;
   /** How long a decode worker waits for KV bytes before it prefills locally. Default 10 s. */
   readonly transferTimeoutMs?: number;
+  /**
+   * The engine's KV exports are modelled, never written (the mocker in a replay): no shared-folder
+   * space is checked and no file removed, so no real I/O sits on a request's path. Default false.
+   */
+  readonly modelledKvExports?: boolean;
 }
 
 export type WorkerState = "starting" | "running" | "draining" | "stopped";
@@ -71,6 +76,8 @@ export class WorkerHost {
   #background: Promise<void>[] = [];
   #agent: TransferAgent | undefined;
   #exports: KvExports | undefined;
+  #drained: Promise<void> | undefined;
+  #closing = false;
 
   private constructor(options: WorkerHostOptions) {
     this.#o = options;
@@ -116,6 +123,7 @@ export class WorkerHost {
       logger: this.#log,
       ttlMs: this.#o.handoffTtlMs ?? 30_000,
       ...this.#o.exportLimits,
+      modelledOnly: this.#o.modelledKvExports,
     });
     const peers = new Map<string, string>();
     this.#unwatchPeers = runtime.discovery.watch((event) => {
@@ -152,7 +160,7 @@ export class WorkerHost {
     const request = this.#o.runtime.invalidMessages.check("generate-request", generateRequestSchema, payload, this.id);
     // The caller's deadline holds here too: work nobody waits for any more stops even if the
     // cancellation is lost on the way.
-    const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(request.timeoutMs);
+    const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(this.#o.runtime.clock, request.timeoutMs);
     const signal = deadline ? AbortSignal.any([callerSignal, deadline.signal]) : callerSignal;
     let done!: () => void;
     const tracked = new Promise<void>((resolve) => {
@@ -250,19 +258,36 @@ export class WorkerHost {
   }
 
   /**
-   * Stops taking requests, deregisters, lets in-flight requests finish for up to `graceMs`, then
-   * closes the engine (which cancels whatever still runs).
+   * Stops taking requests and deregisters, then waits until the requests in flight finish or
+   * `graceMs` passes on the runtime's clock; the engine keeps running. Resolves once idle (or out of
+   * grace); calling it again returns the same wait.
    */
-  async close(graceMs = 30_000): Promise<void> {
-    if (this.#state === "stopped" || this.#state === "draining") return;
+  drain(graceMs = 30_000): Promise<void> {
+    this.#drained ??= this.#drain(graceMs);
+    return this.#drained;
+  }
+
+  async #drain(graceMs: number): Promise<void> {
     this.#state = "draining";
     this.#log.info({ inflight: this.#inflight.size }, "worker draining");
     this.#stop.abort();
     await this.#lease?.revoke();
     await this.#registration?.close();
     await this.#queryRegistration?.close();
-    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    const graceOver = new AbortController();
+    const grace = this.#o.runtime.clock.sleep(graceMs, graceOver.signal).catch(() => undefined);
     await Promise.race([Promise.all(this.#inflight), grace]);
+    graceOver.abort();
+  }
+
+  /**
+   * Drains (see `drain`) for up to `graceMs`, then closes the engine (which cancels whatever still
+   * runs).
+   */
+  async close(graceMs = 30_000): Promise<void> {
+    if (this.#state === "stopped" || this.#closing) return;
+    this.#closing = true;
+    await this.drain(graceMs);
     this.#unsubscribeKv?.();
     this.#unwatchPeers?.();
     await Promise.all(this.#background);
@@ -278,13 +303,13 @@ export class WorkerHost {
   }
 }
 
-/** A signal that aborts with `REQUEST_TIMEOUT` after `ms`, and `clear` to drop its timer early. */
-function deadlineAfter(ms: number): { signal: AbortSignal; clear: () => void } {
+/** A signal that aborts with `REQUEST_TIMEOUT` after `ms` on `clock`, and `clear` to drop its timer early. */
+function deadlineAfter(clock: Clock, ms: number): { signal: AbortSignal; clear: () => void } {
   const controller = new AbortController();
-  const timer = setTimeout(
+  const cleared = new AbortController();
+  clock.sleep(ms, cleared.signal).then(
     () => controller.abort(new ArmatureError("REQUEST_TIMEOUT", `the request's deadline of ${ms} ms passed on the worker`)),
-    ms,
+    () => undefined,
   );
-  timer.unref();
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  return { signal: controller.signal, clear: () => cleared.abort() };
 }
