@@ -16,13 +16,17 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
        [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
-       [--object-kv-blocks N [--object-gbps G]]
+       [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
+       [--busy-decode-blocks F] [--busy-prefill-frac F] [--router-queue-size N]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]`;
 
 const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
 
-/** `armature replay`: a Mooncake trace through the real router and mocker workers, in virtual time. */
+/**
+ * `armature replay`: a Mooncake trace through what `armature serve --engine mocker` runs (router,
+ * admission queue, prefill stage, worker hosts, the embedded planes), in virtual time.
+ */
 export async function replayCommand(
   argv: readonly string[],
   out: (t: string) => void,
@@ -61,6 +65,11 @@ export async function replayCommand(
       "object-kv-blocks": { type: "string", default: "0" },
       "object-gbps": { type: "string", default: "1" },
       "lower-tier-weight": { type: "string", default: "0.8" },
+      "kv-event-delay-ms": { type: "string", default: "5" },
+      "load-report-delay-ms": { type: "string", default: "5" },
+      "busy-decode-blocks": { type: "string" },
+      "busy-prefill-frac": { type: "string" },
+      "router-queue-size": { type: "string" },
     },
   });
   const path = positionals[0];
@@ -100,6 +109,16 @@ export async function replayCommand(
     kvBytesPerToken: number("kv-bytes-per-token", values["kv-bytes-per-token"], 0),
   };
   const slo = { ttftMs: optional("slo-ttft", values["slo-ttft"], 0), itlMs: optional("slo-itl", values["slo-itl"], 0) };
+  const busyDecodeBlocks = optional("busy-decode-blocks", values["busy-decode-blocks"], 0);
+  const busyPrefillFrac = optional("busy-prefill-frac", values["busy-prefill-frac"], 0);
+  const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
+  const busy = {
+    ...(busyDecodeBlocks !== undefined ? { activeDecodeBlocks: busyDecodeBlocks } : {}),
+    ...(busyPrefillFrac !== undefined ? { activePrefillTokensFrac: busyPrefillFrac } : {}),
+    ...(routerQueueSize !== undefined ? { queueSize: Math.floor(routerQueueSize) } : {}),
+  };
+  const kvEventDelayMs = number("kv-event-delay-ms", values["kv-event-delay-ms"], 0);
+  const loadReportDelayMs = number("load-report-delay-ms", values["load-report-delay-ms"], 0);
   const results: ReplayResult[] = [];
   const series: TtftSeries[] = [];
   for (const policy of policies) {
@@ -125,6 +144,9 @@ export async function replayCommand(
       lowerTierWeight: number("lower-tier-weight", values["lower-tier-weight"], 0),
       traceBlockSize,
       timing,
+      busy,
+      kvEventDelayMs,
+      loadReportDelayMs,
       seed: number("seed", values.seed, 0),
       onProgress: (done, total) => err(`\r${policy}: ${done}/${total} requests`),
     });
@@ -140,7 +162,7 @@ export async function replayCommand(
   if (!values.json) {
     const bound = sharedCacheHitBound(trace, traceBlockSize, blockSize);
     out(
-      `${trace.length} requests, ${results[0]?.deployment ?? ""} workers, speedup ${speedup}; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
+      `${trace.length} requests, ${results[0]?.deployment ?? ""} workers, speedup ${speedup}, KV events and load reports ${kvEventDelayMs} / ${loadReportDelayMs} ms late; unlimited shared cache hit-rate bound ${(100 * bound).toFixed(1)}%\n\n`,
     );
     const tiers = results.some((r) => r.host_hit_rate > 0 || r.disk_hit_rate > 0 || r.object_hit_rate > 0);
     const percent = (rate: number): string => `${(100 * rate).toFixed(1)}%`;
@@ -152,7 +174,7 @@ export async function replayCommand(
       const f = (s: { mean: number; p50: number; p99: number }) =>
         `${s.mean.toFixed(0)} / ${s.p50.toFixed(0)} / ${s.p99.toFixed(0)}`;
       out(
-        `| ${r.policy} | ${r.completed}/${r.requests} | ${percent(r.hit_rate)}${tiers ? ` (${percent(r.host_hit_rate)} / ${percent(r.disk_hit_rate)} / ${percent(r.object_hit_rate)})` : ""} | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
+        `| ${r.policy} | ${r.completed}/${r.requests}${r.rejected > 0 ? ` (${r.rejected} refused)` : ""} | ${percent(r.hit_rate)}${tiers ? ` (${percent(r.host_hit_rate)} / ${percent(r.disk_hit_rate)} / ${percent(r.object_hit_rate)})` : ""} | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
       );
     }
   }

@@ -1,8 +1,12 @@
 export { sharedCacheHitBound } from "./cache-bound.js";
+export { DelayedEventPlane } from "./delayed-event-plane.js";
 export type { Summary } from "./latency-stats.js";
 export { summarize } from "./latency-stats.js";
-export type { ReplayOptions, ReplayPolicy, ReplayResult } from "./replay.js";
+export type { ReplayControl, ReplayOptions, ReplayPolicy, ReplayResult } from "./replay.js";
 export { replay } from "./replay.js";
+export type { FinishedReplayRequest } from "./replay-client.js";
+export type { MockerFleetOptions, ReplayFleet } from "./replay-fleet.js";
+export { MockerFleet } from "./replay-fleet.js";
 export type { ServiceLevel } from "./replay-recorder.js";
 export type { TraceRequest } from "./trace.js";
 export { loadTrace, synthesizeTokens } from "./trace.js";

@@ -23,6 +23,8 @@ export class ReplayRecorder {
   /** Requests prefilled on a prefill worker, and those prefilled where they decoded. */
   remotePrefills = 0;
   localPrefills = 0;
+  /** Requests the router refused because every worker was busy and its queue was full (HTTP 503). */
+  rejected = 0;
   /** Prompt tokens each request took from each lower tier, until it completes. */
   readonly #tierHits = new Map<string, Readonly<TierCounts>>();
 

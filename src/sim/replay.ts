@@ -1,14 +1,29 @@
 import { ObjectTier, SeededRandom, type TimingModel } from "../engines/index.js";
-import type { GenerateRequest } from "../protocol/index.js";
-import { VirtualClock } from "../runtime/index.js";
+import type { MetricMeter } from "../observability/index.js";
+import { type GenerateRequest, subjects, type WorkerRole } from "../protocol/index.js";
+import type { BusyThresholds } from "../router/index.js";
+import { createEmbeddedRuntime, type Runtime, VirtualClock } from "../runtime/index.js";
 import { type CostModel, defaultCostModels } from "../transfer/index.js";
+import { DelayedEventPlane } from "./delayed-event-plane.js";
 import type { Summary } from "./latency-stats.js";
-import { type ReplayPolicy, ReplayPool } from "./replay-pool.js";
+import { type FinishedReplayRequest, sendRequest } from "./replay-client.js";
+import { MockerFleet, type ReplayFleet } from "./replay-fleet.js";
 import { ReplayRecorder, type ServiceLevel } from "./replay-recorder.js";
-import { serveAggregated, serveDisaggregated } from "./replay-serving.js";
+import { type ReplayPolicy, startReplayRouting } from "./replay-routing.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
+import { runClockUntil } from "./virtual-time.js";
 
-export type { ReplayPolicy } from "./replay-pool.js";
+export type { ReplayPolicy } from "./replay-routing.js";
+
+/** What a replay hands to whatever runs beside it (a planner scaling the fleet). */
+export interface ReplayControl {
+  readonly fleet: ReplayFleet;
+  readonly clock: VirtualClock;
+  /** The replay's planes: load reports and KV events on `events`, workers in `discovery`. */
+  readonly runtime: Runtime;
+  /** Aborted once the last request ended: stop then. */
+  readonly signal: AbortSignal;
+}
 
 export interface ReplayOptions {
   readonly trace: readonly TraceRequest[];
@@ -52,8 +67,24 @@ export interface ReplayOptions {
   /** Tokens per trace hash id. Default 512. */
   readonly traceBlockSize?: number;
   readonly timing?: TimingModel;
-  /** KV policy's weight of prefill work against decode load (aggregated pools). Default 1 (Dynamo's). */
+  /** KV policy's weight of prefill work against decode load. Default 1 (Dynamo's). */
   readonly overlapWeight?: number;
+  /** When a worker counts as busy and how many requests may wait for one (the router's defaults). */
+  readonly busy?: BusyThresholds;
+  /** Time from a worker publishing KV events to the router's index applying them. Default 5 ms. */
+  readonly kvEventDelayMs?: number;
+  /** Time from a worker publishing its load to the router reading it. Default 5 ms. */
+  readonly loadReportDelayMs?: number;
+  /** Start-up delay of workers added while the replay runs (`fleet.addWorker`). Default 0. */
+  readonly workerStartupMs?: number;
+  /** How long a drained worker may take to finish its requests before it is closed anyway. Default 1 hour. */
+  readonly drainGraceMs?: number;
+  /** Runs beside the replay from its first instant (a planner); the replay waits for it after `signal`. */
+  readonly control?: (control: ReplayControl) => Promise<void> | void;
+  /** Hears every completed request (a planner's traffic window). */
+  readonly onRequestFinished?: (request: FinishedReplayRequest) => void;
+  /** Receives the router's overhead and disaggregation metrics, as `armature serve`'s /metrics does. */
+  readonly meter?: MetricMeter;
   /** Targets for goodput (requests meeting every target per second). */
   readonly slo?: ServiceLevel;
   /** Seeds every random choice. Default 1. */
@@ -66,10 +97,12 @@ export interface ReplayOptions {
 
 export interface ReplayResult {
   readonly policy: ReplayPolicy;
-  /** `aggregated N` or `disaggregated P+D`. */
+  /** `aggregated N` or `disaggregated P+D` (the workers at the start). */
   readonly deployment: string;
   readonly requests: number;
   readonly completed: number;
+  /** Requests the router refused (every worker busy and its queue full: HTTP 503 in `armature serve`). */
+  readonly rejected: number;
   /** Prompt tokens served from a worker's prefix cache (device or lower tiers) / all prompt tokens. */
   readonly hit_rate: number;
   /** The part of `hit_rate` copied back from host tiers. */
@@ -83,16 +116,22 @@ export interface ReplayResult {
   readonly throughput_tok_s: number;
   /** Completed requests that met the SLO targets, per simulated second (all completed ones without targets). */
   readonly goodput_req_s: number;
-  /** Disaggregated: requests prefilled on the decode worker (conditional disaggregation). */
+  /** Disaggregated: requests prefilled on the decode worker (conditional disaggregation, or a failed prefill). */
   readonly local_prefills?: number;
+  /** Simulated time from the start to the end of the last request. */
   readonly sim_seconds: number;
   readonly wall_seconds: number;
 }
 
+/** Virtual time without any request making progress after which a replay gives up. */
+const STALL_MS = 3_600_000;
+
 /**
- * Replays a trace through the real routing policies and KV index and mocker engines (aggregated,
- * or prefill and decode pools), in virtual time: nothing sleeps, so an hour of traffic takes as
- * long as the computation does.
+ * Replays a trace through what `armature serve` runs: the real router (KV index fed by the event
+ * plane, booked and published load, busy thresholds and admission queue, the prefill stage),
+ * worker hosts around mocker engines, on the embedded runtime, in virtual time. KV events and load
+ * reports take their modelled delays. Nothing sleeps, so an hour of traffic takes as long as the
+ * computation does; the same options and seed give the same result.
  */
 export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const started = performance.now();
@@ -100,53 +139,51 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const speedup = options.speedup ?? 1;
   const traceBlockSize = options.traceBlockSize ?? 512;
   const rng = new SeededRandom(options.seed ?? 1);
-  const kvBytesPerToken = options.kvBytesPerToken ?? 131072;
   const blockSize = options.blockSize ?? 64;
-  const objectKvBlocks = options.objectKvBlocks ?? 0;
-  const objectTier =
-    objectKvBlocks > 0
-      ? new ObjectTier({ capacityBlocks: objectKvBlocks, blockSize, ...(options.objectGbps ? { gbps: options.objectGbps } : {}) })
-      : undefined;
-  const common = {
+  const runtime = delayedRuntime(clock, options.kvEventDelayMs ?? 5, options.loadReportDelayMs ?? 5);
+  const recorder = new ReplayRecorder(options.slo ?? {}, options.ttftSink);
+  const routing = startReplayRouting({
+    runtime,
     policy: options.policy,
-    clock,
-    rng,
     blockSize,
-    kvBlocks: options.kvBlocks ?? 16384,
-    contextLength: options.contextLength ?? 131072,
-    kvBytesPerToken,
-    timing: options.timing,
-    hostKvBlocks: options.hostKvBlocks ?? 0,
-    hostGbps: options.hostGbps,
-    diskKvBlocks: options.diskKvBlocks ?? 0,
-    diskGbps: options.diskGbps,
-    objectTier,
+    random: () => rng.next(),
+    overlapWeight: options.overlapWeight,
     lowerTierWeight: options.lowerTierWeight,
-  };
+    busy: options.busy,
+    disaggThreshold: options.disaggThreshold,
+    maxPrefillQueue: options.maxPrefillQueue,
+    meter: options.meter,
+    onPrefillOutcome: (outcome) => {
+      if (outcome.startsWith("local_")) recorder.localPrefills++;
+      else recorder.remotePrefills++;
+    },
+  });
+  const fleet = new MockerFleet({
+    runtime,
+    clock,
+    engine: engineOptions(options, blockSize),
+    transfer: options.transfer ?? defaultCostModels.tcp,
+    workerStartupMs: options.workerStartupMs ?? 0,
+    drainGraceMs: options.drainGraceMs ?? 3_600_000,
+    onEngine: (engine) => engine.onTierHits((requestId, tokens) => recorder.noteTierHits(requestId, tokens)),
+  });
   const prefillCount = options.prefill ?? 0;
   const disaggregated = prefillCount > 0;
-  const prefillPool = disaggregated ? new ReplayPool({ ...common, role: "prefill", count: prefillCount }) : undefined;
   const decodeCount = disaggregated ? (options.decode ?? options.workers) : options.workers;
-  // Decode workers get their KV with the request: they are chosen by load (Dynamo's decode router).
-  const mainPool = new ReplayPool({
-    ...common,
-    role: disaggregated ? "decode" : "aggregated",
-    count: decodeCount,
-    overlapWeight: disaggregated ? 0 : (options.overlapWeight ?? 1),
-  });
-  const recorder = new ReplayRecorder(options.slo ?? {}, options.ttftSink);
-  for (const engine of [...mainPool.engines, ...(prefillPool?.engines ?? [])]) {
-    engine.onTierHits((requestId, tokens) => recorder.noteTierHits(requestId, tokens));
-  }
-  const model = {
-    thresholdTokens: options.disaggThreshold ?? 0,
-    maxPrefillQueue: options.maxPrefillQueue ?? Number.POSITIVE_INFINITY,
-    transfer: options.transfer ?? defaultCostModels.tcp,
-    kvBytesPerToken,
-  };
+  const roles: WorkerRole[] = disaggregated
+    ? [...Array<WorkerRole>(prefillCount).fill("prefill"), ...Array<WorkerRole>(decodeCount).fill("decode")]
+    : Array<WorkerRole>(decodeCount).fill("aggregated");
+  for (const role of roles) await fleet.addWorker(role, { startupMs: 0 });
+
+  const stopControl = new AbortController();
+  const controlling = Promise.resolve().then(() => options.control?.({ fleet, clock, runtime, signal: stopControl.signal }));
   const total = options.trace.length;
   let finished = 0;
-
+  let lastProgress = 0;
+  let lastEnd = 0;
+  const progress = (): void => {
+    lastProgress = clock.now();
+  };
   const serve = async (request: TraceRequest, index: number): Promise<void> => {
     const generate: GenerateRequest = {
       type: "generate-request",
@@ -157,34 +194,57 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       maxTokens: request.outputLength,
     };
     try {
-      if (prefillPool) await serveDisaggregated(clock, prefillPool, mainPool, generate, recorder, model);
-      else await serveAggregated(clock, mainPool, generate, recorder);
+      await sendRequest(routing.router, generate, clock, recorder, {
+        onToken: progress,
+        onFinished: options.onRequestFinished,
+      });
     } finally {
       finished++;
+      lastEnd = clock.now();
+      progress();
       if (finished % 500 === 0) options.onProgress?.(finished, total);
     }
   };
-
   const inflight: Promise<void>[] = [];
   const arrivals = (async () => {
     for (let i = 0; i < total; i++) {
       const request = options.trace[i] as TraceRequest;
       const at = request.timestamp / speedup;
       if (at > clock.now()) await clock.sleep(at - clock.now());
+      progress();
       inflight.push(serve(request, i));
     }
+    await Promise.all(inflight);
   })();
-  await clock.runUntilIdle();
-  await arrivals;
-  await Promise.all(inflight);
-  await mainPool.close();
-  await prefillPool?.close();
-  const simSeconds = clock.now() / 1000;
+  try {
+    await runClockUntil(clock, arrivals, () => {
+      if (finished < inflight.length && clock.now() - lastProgress > STALL_MS) {
+        throw new Error(
+          `replay stalled: ${inflight.length - finished} requests made no progress for ${STALL_MS / 1000} simulated seconds`,
+        );
+      }
+    });
+  } finally {
+    stopControl.abort();
+    await runClockUntil(
+      clock,
+      controlling.catch(() => undefined),
+    );
+    routing.close();
+    await runClockUntil(clock, fleet.close());
+    await runtime.close();
+  }
+  // A control that stopped on the replay's own signal ended as asked.
+  await controlling.catch((error: unknown) => {
+    if (error !== stopControl.signal.reason) throw error;
+  });
+  const simSeconds = lastEnd / 1000;
   return {
     policy: options.policy,
     deployment: disaggregated ? `disaggregated ${prefillCount}+${decodeCount}` : `aggregated ${decodeCount}`,
     requests: total,
     completed: recorder.completed,
+    rejected: recorder.rejected,
     hit_rate: recorder.hitRate,
     host_hit_rate: recorder.hostHitRate,
     disk_hit_rate: recorder.diskHitRate,
@@ -196,5 +256,43 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     ...(disaggregated ? { local_prefills: recorder.localPrefills } : {}),
     sim_seconds: simSeconds,
     wall_seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** The embedded runtime on `clock`, its KV events and load reports arriving after their delays. */
+function delayedRuntime(clock: VirtualClock, kvEventDelayMs: number, loadReportDelayMs: number): Runtime {
+  const embedded = createEmbeddedRuntime({ clock });
+  const kvEvents = subjects.kvEvents("");
+  const load = subjects.load("");
+  const events = new DelayedEventPlane(embedded.events, clock, (subject) =>
+    subject.startsWith(kvEvents) ? kvEventDelayMs : subject.startsWith(load) ? loadReportDelayMs : 0,
+  );
+  return {
+    ...embedded,
+    events,
+    async close() {
+      await events.close();
+      await embedded.close();
+    },
+  };
+}
+
+function engineOptions(options: ReplayOptions, blockSize: number) {
+  const objectKvBlocks = options.objectKvBlocks ?? 0;
+  const objectTier =
+    objectKvBlocks > 0
+      ? new ObjectTier({ capacityBlocks: objectKvBlocks, blockSize, ...(options.objectGbps ? { gbps: options.objectGbps } : {}) })
+      : undefined;
+  return {
+    blockSize,
+    kvBlocks: options.kvBlocks ?? 16384,
+    contextLength: options.contextLength ?? 131072,
+    kvBytesPerToken: options.kvBytesPerToken ?? 131072,
+    hostKvBlocks: options.hostKvBlocks ?? 0,
+    ...(options.hostGbps !== undefined ? { hostGbps: options.hostGbps } : {}),
+    diskKvBlocks: options.diskKvBlocks ?? 0,
+    ...(options.diskGbps !== undefined ? { diskGbps: options.diskGbps } : {}),
+    ...(objectTier ? { objectTier } : {}),
+    ...(options.timing ? { timing: options.timing } : {}),
   };
 }

@@ -1,0 +1,74 @@
+import { migratingStream } from "../frontend/index.js";
+import { type GenerateRequest, isArmatureError } from "../protocol/index.js";
+import type { Router } from "../router/index.js";
+import type { Clock } from "../runtime/index.js";
+import type { ReplayRecorder } from "./replay-recorder.js";
+
+/** Times a request may move to another worker when its worker fails or drains under it (`armature serve`'s default). */
+const MIGRATION_LIMIT = 3;
+
+/** One finished request, as a planner's traffic window reads it. */
+export interface FinishedReplayRequest {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  readonly ttftMs?: number | undefined;
+  readonly itlMs?: number | undefined;
+}
+
+/**
+ * Sends one request as the frontend does: routed by the router (admission queue, busy thresholds,
+ * disaggregation), streamed through request migration, and timed from `clock.now()` at the call.
+ * A refusal (every worker busy, queue full) counts as rejected; any other failure as not completed.
+ */
+export async function sendRequest(
+  router: Router,
+  request: GenerateRequest,
+  clock: Clock,
+  recorder: ReplayRecorder,
+  hooks: { onToken?: () => void; onFinished?: ((r: FinishedReplayRequest) => void) | undefined } = {},
+): Promise<void> {
+  const arrival = clock.now();
+  // A fresh signal per request: engines and planes add a listener to it, and replays make millions of calls.
+  const signal = new AbortController().signal;
+  let call: Awaited<ReturnType<Router["route"]>>;
+  try {
+    call = await router.route(request, { signal });
+  } catch (error) {
+    if (isArmatureError(error) && error.code === "ROUTER_OVERLOADED") recorder.rejected++;
+    return;
+  }
+  let first = -1;
+  let last = -1;
+  let count = 0;
+  try {
+    for await (const item of migratingStream(router, request, call, { signal, limit: MIGRATION_LIMIT })) {
+      if (item.type === "token-delta") {
+        if (first < 0) first = clock.now();
+        last = clock.now();
+        count += item.tokenIds.length;
+        hooks.onToken?.();
+      } else if (item.finishReason === "length" || item.finishReason === "stop") {
+        const itlMs = count > 1 ? (last - first) / (count - 1) : undefined;
+        recorder.complete({
+          requestId: request.requestId,
+          ttftMs: first - arrival,
+          itlMs,
+          promptTokens: item.promptTokens,
+          cachedTokens: item.cachedTokens,
+          hostCachedTokens: item.hostCachedTokens,
+          outputTokens: item.completionTokens,
+        });
+        hooks.onFinished?.({
+          inputTokens: item.promptTokens,
+          outputTokens: item.completionTokens,
+          cachedTokens: item.cachedTokens,
+          ttftMs: first < 0 ? undefined : first - arrival,
+          itlMs,
+        });
+      }
+    }
+  } catch {
+    // Refused by every worker it reached (longer than their context or cache): not completed.
+  }
+}
