@@ -7,6 +7,7 @@ export { replay } from "./replay.js";
 export type { FinishedReplayRequest } from "./replay-client.js";
 export type { MockerFleetOptions, ReplayFleet } from "./replay-fleet.js";
 export { MockerFleet } from "./replay-fleet.js";
+export { type PlannerReplayReport, ReplayPlanner } from "./replay-planner.js";
 export type { ServiceLevel } from "./replay-recorder.js";
 export type { TraceRequest } from "./trace.js";
 export { loadTrace, synthesizeTokens } from "./trace.js";
