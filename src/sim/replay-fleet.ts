@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type EngineLoad, MockerEngine, type MockerEngineOptions } from "../engines/index.js";
 import { silentLogger } from "../observability/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
@@ -65,6 +68,8 @@ export class MockerFleet implements ReplayFleet {
   readonly #stop = new AbortController();
   /** Transfer agents are named per process: two replays in one process must not share names. */
   readonly #agentPrefix = `replay${++fleets}`;
+  /** The workers' shared folders, apart from /dev/shm (nothing is written there: handoffs are modelled). */
+  readonly #sharedRoot = mkdtempSync(join(tmpdir(), "armature-replay-"));
 
   constructor(options: MockerFleetOptions) {
     this.#o = options;
@@ -81,6 +86,7 @@ export class MockerFleet implements ReplayFleet {
     const engine = new MockerEngine({ ...this.#o.engine, clock });
     this.#o.onEngine?.(engine);
     const costModels = Object.fromEntries(backendNames.map((backend) => [backend, transfer]));
+    const name = `${this.#agentPrefix}-${id}`;
     // Starting opens a transfer listener (real I/O): time waits for it, as for an instant.
     const host = await clock.hold(
       WorkerHost.create({
@@ -90,7 +96,7 @@ export class MockerFleet implements ReplayFleet {
         role,
         id,
         logger: silentLogger,
-        transfer: { name: `${this.#agentPrefix}-${id}`, costModels },
+        transfer: { name, sharedDir: join(this.#sharedRoot, `armature-${name}`), costModels },
         modelledKvExports: true,
       }),
     );
@@ -130,6 +136,7 @@ export class MockerFleet implements ReplayFleet {
     const members = [...this.#members.values()];
     this.#members.clear();
     await Promise.all(members.map((m) => m.host.close(graceMs)));
+    rmSync(this.#sharedRoot, { recursive: true, force: true });
   }
 
   #member(role: WorkerRole, id: string): Member {
