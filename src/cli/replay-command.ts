@@ -1,15 +1,21 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "../engines/index.js";
+import { type CompiledPlannerOptions, compilePlannerOptions, parseProfile } from "../planner/index.js";
+import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import {
   loadTrace,
+  type PlannerReplayReport,
+  ReplayPlanner,
   type ReplayPolicy,
   type ReplayResult,
+  renderPlannerChart,
   renderTtftChart,
   replay,
   sharedCacheHitBound,
   type TtftSeries,
+  type WorkerSeries,
 } from "../sim/index.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
@@ -19,7 +25,11 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
        [--busy-decode-blocks F] [--busy-prefill-frac F] [--router-queue-size N]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
-        [--kv-bytes-per-token B]]`;
+        [--kv-bytes-per-token B]]
+       [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
+        [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]]
+  With --planner the real planner sizes the pools as the replay runs (workers start after --worker-startup-s, 30);
+  the JSON adds worker_seconds, max_workers_used and the decisions, and --chart draws workers and load over time.`;
 
 const POLICIES: readonly ReplayPolicy[] = ["kv", "kv-approx", "round-robin", "random", "least-loaded"];
 
@@ -70,6 +80,15 @@ export async function replayCommand(
       "busy-decode-blocks": { type: "string" },
       "busy-prefill-frac": { type: "string" },
       "router-queue-size": { type: "string" },
+      planner: { type: "string" },
+      profile: { type: "string" },
+      "min-workers": { type: "string" },
+      "max-workers": { type: "string" },
+      "planner-interval": { type: "string" },
+      "planner-load-interval": { type: "string" },
+      predictor: { type: "string" },
+      "planner-cooldown": { type: "string" },
+      "worker-startup-s": { type: "string", default: "30" },
     },
   });
   const path = positionals[0];
@@ -108,7 +127,14 @@ export async function replayCommand(
     },
     kvBytesPerToken: number("kv-bytes-per-token", values["kv-bytes-per-token"], 0),
   };
-  const slo = { ttftMs: optional("slo-ttft", values["slo-ttft"], 0), itlMs: optional("slo-itl", values["slo-itl"], 0) };
+  const plannerOptions = await replayPlannerOptions(values, optional, prefill > 0);
+  const slo = {
+    ttftMs: optional("slo-ttft", values["slo-ttft"], 0) ?? plannerOptions?.sloTtftMs,
+    itlMs: optional("slo-itl", values["slo-itl"], 0) ?? plannerOptions?.sloItlMs,
+  };
+  const startupMs = number("worker-startup-s", values["worker-startup-s"], 0) * 1000;
+  const initial: Partial<Record<WorkerRole, number>> =
+    prefill > 0 ? { prefill, decode: disaggregation.decode ?? workers } : { aggregated: workers };
   const busyDecodeBlocks = optional("busy-decode-blocks", values["busy-decode-blocks"], 0);
   const busyPrefillFrac = optional("busy-prefill-frac", values["busy-prefill-frac"], 0);
   const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
@@ -121,10 +147,14 @@ export async function replayCommand(
   const loadReportDelayMs = number("load-report-delay-ms", values["load-report-delay-ms"], 0);
   const results: ReplayResult[] = [];
   const series: TtftSeries[] = [];
+  const fleets: WorkerSeries[] = [];
+  const plannerReports: PlannerReplayReport[] = [];
   for (const policy of policies) {
     const ttftMs: number[] = [];
     series.push({ name: policy, ttftMs });
+    const planner = plannerOptions ? new ReplayPlanner(plannerOptions, initial, startupMs) : undefined;
     const result = await replay({
+      ...(planner ? { control: planner.control, onRequestFinished: planner.onRequestFinished } : {}),
       ttftSink: ttftMs,
       trace,
       policy,
@@ -152,9 +182,30 @@ export async function replayCommand(
     });
     err(`\r${policy}: done in ${result.wall_seconds.toFixed(1)} s${" ".repeat(20)}\n`);
     results.push(result);
-    if (values.json) out(`${JSON.stringify(result)}\n`);
+    const report = planner?.report(result.sim_seconds * 1000, result.requests);
+    if (report) {
+      plannerReports.push(report);
+      fleets.push({ name: `${policy}, planner ${values.planner}`, points: report.workers_over_time });
+    }
+    if (values.json) {
+      const { slo_attainment: _ignored, ...plannerFigures } = report ?? ({} as Partial<PlannerReplayReport>);
+      out(`${JSON.stringify(report ? { ...result, planner: values.planner, ...plannerFigures } : result)}\n`);
+    }
   }
-  if (values.chart) {
+  if (values.chart && plannerOptions) {
+    const end = Math.max(...results.map((r) => r.sim_seconds));
+    const title = `Live workers and load, ${trace.length} requests, planner ${values.planner}`;
+    await writeFile(
+      values.chart,
+      renderPlannerChart(
+        fleets,
+        trace.map((r) => r.timestamp / speedup),
+        end,
+        title,
+      ),
+    );
+    err(`chart written to ${values.chart}\n`);
+  } else if (values.chart) {
     const title = `TTFT, ${trace.length} requests, ${results[0]?.deployment ?? ""} workers, arrivals ×${speedup}`;
     await writeFile(values.chart, renderTtftChart(series, title));
     err(`chart written to ${values.chart}\n`);
@@ -170,7 +221,13 @@ export async function replayCommand(
       `| policy | completed | hit rate${tiers ? " (from host / disk / object)" : ""} | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s | sim s | wall s |\n`,
     );
     out("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (const r of results) {
+    for (const [i, r] of results.entries()) {
+      const p = plannerReports[i];
+      if (p) {
+        err(
+          `${r.policy}: SLA attainment ${(100 * r.slo_attainment).toFixed(1)}%, ${p.worker_seconds.toFixed(0)} worker-seconds, at most ${p.max_workers_used} workers, ${p.decisions.length} decisions\n`,
+        );
+      }
       const f = (s: { mean: number; p50: number; p99: number }) =>
         `${s.mean.toFixed(0)} / ${s.p50.toFixed(0)} / ${s.p99.toFixed(0)}`;
       out(
@@ -179,4 +236,50 @@ export async function replayCommand(
     }
   }
   return 0;
+}
+
+/** The planner's settings from replay's flags; undefined without `--planner`. Errors name the flag. */
+async function replayPlannerOptions(
+  values: Record<string, string | boolean | undefined>,
+  optional: (flag: string, value: string | undefined, min: number) => number | undefined,
+  disaggregated: boolean,
+): Promise<CompiledPlannerOptions | undefined> {
+  const mode = values.planner as string | undefined;
+  const plannerFlags = [
+    "profile",
+    "min-workers",
+    "max-workers",
+    "planner-interval",
+    "planner-load-interval",
+    "predictor",
+    "planner-cooldown",
+  ];
+  if (mode === undefined) {
+    const stray = plannerFlags.find((flag) => values[flag] !== undefined);
+    if (stray) throw new ArmatureError("CONFIG_INVALID", `--${stray} is a planner flag: add --planner load or --planner sla`);
+    return undefined;
+  }
+  const profilePath = values.profile as string | undefined;
+  let profile: ReturnType<typeof parseProfile> | undefined;
+  if (profilePath) {
+    const text = await readFile(profilePath, "utf8").catch((cause: Error) => {
+      throw new ArmatureError("CONFIG_INVALID", `--profile ${profilePath} cannot be read: ${cause.message}`, { cause });
+    });
+    profile = parseProfile(text, profilePath);
+  }
+  const num = (flag: string, min: number) => optional(flag, values[flag] as string | undefined, min);
+  const given = {
+    mode: mode as "load" | "sla",
+    layout: disaggregated ? ("disaggregated" as const) : ("aggregated" as const),
+    sloTtftMs: num("slo-ttft", Number.MIN_VALUE),
+    sloItlMs: num("slo-itl", Number.MIN_VALUE),
+    minWorkers: num("min-workers", 0),
+    maxWorkers: num("max-workers", 0),
+    intervalSeconds: num("planner-interval", Number.MIN_VALUE),
+    loadIntervalSeconds: num("planner-load-interval", Number.MIN_VALUE),
+    cooldownSeconds: num("planner-cooldown", 0),
+    predictor: values.predictor as string | undefined,
+    profile,
+  };
+  return compilePlannerOptions(Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)));
 }

@@ -2,6 +2,7 @@ export { sharedCacheHitBound } from "./cache-bound.js";
 export { DelayedEventPlane } from "./delayed-event-plane.js";
 export type { Summary } from "./latency-stats.js";
 export { summarize } from "./latency-stats.js";
+export { renderPlannerChart, type WorkerSeries } from "./planner-chart.js";
 export type { ReplayControl, ReplayOptions, ReplayPolicy, ReplayResult } from "./replay.js";
 export { replay } from "./replay.js";
 export type { FinishedReplayRequest } from "./replay-client.js";

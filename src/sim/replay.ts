@@ -116,6 +116,8 @@ export interface ReplayResult {
   readonly throughput_tok_s: number;
   /** Completed requests that met the SLO targets, per simulated second (all completed ones without targets). */
   readonly goodput_req_s: number;
+  /** Share of the trace's requests that completed within every SLO target (refused ones missed). */
+  readonly slo_attainment: number;
   /** Disaggregated: requests prefilled on the decode worker (conditional disaggregation, or a failed prefill). */
   readonly local_prefills?: number;
   /** Simulated time from the start to the end of the last request. */
@@ -253,6 +255,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     itl_ms: recorder.itlSummary,
     throughput_tok_s: simSeconds === 0 ? 0 : recorder.outputTokens / simSeconds,
     goodput_req_s: simSeconds === 0 ? 0 : recorder.withinSlo / simSeconds,
+    slo_attainment: total === 0 ? 0 : recorder.withinSlo / total,
     ...(disaggregated ? { local_prefills: recorder.localPrefills } : {}),
     sim_seconds: simSeconds,
     wall_seconds: (performance.now() - started) / 1000,
