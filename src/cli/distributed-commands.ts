@@ -9,11 +9,12 @@ import { untilSignal } from "./signals.js";
 import { startFrontend } from "./start-frontend.js";
 import { startWorkers } from "./start-workers.js";
 
-async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> {
+/** The runtime of a process of a distributed deployment, on `--bus` and `--discovery`. */
+export async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> {
   if (!options.bus || !options.discovery) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      "a separate worker or frontend needs --bus nats://HOST:PORT and --discovery etcd://HOST:PORT (ARMATURE_BUS, ARMATURE_DISCOVERY); for one process use armature serve",
+      "a separate worker, frontend, router or planner needs --bus nats://HOST:PORT and --discovery etcd://HOST:PORT (ARMATURE_BUS, ARMATURE_DISCOVERY); for one process use armature serve",
     );
   }
   return connectDistributedRuntime({

@@ -6,6 +6,7 @@ import { BENCH_USAGE, benchCommand } from "./bench-command.js";
 import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
+import { PLANNER_USAGE, plannerCommand } from "./planner-command.js";
 import { installLastResortHandlers } from "./process-guards.js";
 import { PROFILE_USAGE, profileCommand } from "./profile-command.js";
 import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
@@ -21,6 +22,7 @@ usage:
   armature worker --bus nats://… --discovery etcd://…     engines as a separate process
   armature frontend --bus nats://… --discovery etcd://…   HTTP API and router as a separate process
   armature router --bus nats://… --discovery etcd://…     the KV router as a service (frontends: --router remote)
+  armature planner --bus nats://… --discovery etcd://… [-- WORKER FLAGS]   the planner: scales workers from frontends' traffic
   armature up CLUSTER.yaml         a local deployment (nats, etcd, workers, frontend) as child processes
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
@@ -57,6 +59,7 @@ const commands: Record<string, { run: (argv: readonly string[]) => Promise<numbe
     usage: () =>
       `usage: armature router --bus nats://H:P --discovery etcd://H:P [--block-size B] [--kv-events on|off]\n\nFrontends started with --router remote ask it which worker serves each request.`,
   },
+  planner: { run: (argv) => plannerCommand(argv, out), usage: () => PLANNER_USAGE },
   up: { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" },
   model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
   replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },

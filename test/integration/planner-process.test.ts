@@ -1,0 +1,241 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { connect } from "@nats-io/transport-node";
+import OpenAI from "openai";
+import { FakeKubernetesApi } from "../../src/planner/connectors/fake-kubernetes-api.js";
+import { encodeMessage } from "../../src/runtime/index.js";
+import { startArmature } from "../helpers/armature-process.js";
+import { type ClusterServers, startClusterServers } from "../helpers/cluster-servers.js";
+
+// armature planner as its own process over a real nats-server and etcd: it reads the frontend's
+// traffic reports and starts and drains mocker worker processes through the local connector.
+let servers: ClusterServers;
+before(async () => {
+  servers = await startClusterServers();
+});
+after(() => servers.stop());
+
+interface PlannerView {
+  readonly pools: Record<string, { desired: number; ready: number }>;
+  readonly workers: { name: string; state: string }[];
+  readonly decisions: { action: string; to: number }[];
+}
+
+interface Outcome {
+  readonly tokens: number;
+  readonly finish: string | null | undefined;
+  readonly error?: string;
+  endedAt: number;
+}
+
+async function stream(client: OpenAI, prompt: string, maxTokens: number): Promise<Outcome> {
+  let tokens = 0;
+  let finish: string | null | undefined;
+  try {
+    const data = await client.completions.create({
+      model: "armature-mocker",
+      prompt,
+      max_tokens: maxTokens,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of data) {
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    }
+    return { tokens, finish, endedAt: Date.now() };
+  } catch (error) {
+    return { tokens, finish, error: String(error), endedAt: Date.now() };
+  }
+}
+
+test("armature planner scales mocker workers 1 → 3 under load and drains back to 1 without failing a request; SIGINT drains the rest", async () => {
+  const planner = await startArmature([
+    "planner",
+    ...servers.flags,
+    "--planner",
+    "load",
+    "--connector",
+    "local",
+    // Any real request misses a 1 ms TTFT target: load makes the pool grow.
+    "--slo-ttft",
+    "1",
+    "--min-workers",
+    "1",
+    "--max-workers",
+    "3",
+    "--planner-load-interval",
+    "1",
+    "--planner-cooldown",
+    "1",
+    "--",
+    "--engine",
+    "mocker",
+    "--speedup-ratio",
+    "0.5",
+    // startArmature appends --log-level warn, which lands in this worker flag group.
+  ]);
+  let frontend: Awaited<ReturnType<typeof startArmature>> | undefined;
+  const stop = { done: false };
+  let load: Promise<Outcome[]>[] = [];
+  const nc = await connect({ servers: servers.nats.url });
+  try {
+    const view = async (): Promise<PlannerView> => (await (await fetch(`${planner.url}/v1/planner`)).json()) as PlannerView;
+    const until = async (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 20_000): Promise<PlannerView> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const v = await view();
+        if (predicate(v)) return v;
+        if (Date.now() > deadline)
+          throw new Error(`${what} did not happen in time: ${JSON.stringify(v)}\n${planner.output().slice(-4000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const pool = (v: PlannerView) => v.pools.aggregated ?? { desired: -1, ready: -1 };
+    await until("the first worker's start", (v) => pool(v).ready === 1);
+
+    // A report no honest frontend sends: dropped and counted, and the planner goes on.
+    nc.publish(
+      "armature.traffic.intruder",
+      encodeMessage({ type: "traffic-report", frontendId: "intruder", requests: -1, inputTokens: 0 }),
+    );
+    await nc.flush();
+
+    frontend = await startArmature(["frontend", ...servers.flags, "--port", "0", "--router", "round-robin"]);
+    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    load = [0, 1, 2, 3].map(async (n) => {
+      const outcomes: Outcome[] = [];
+      for (let i = 0; !stop.done; i++) outcomes.push(await stream(client, `client ${n} request ${i}`, 20));
+      return outcomes;
+    });
+    await until("scaling up to 3 ready workers", (v) => pool(v).desired === 3 && pool(v).ready === 3, 25_000);
+    stop.done = true;
+    const short = (await Promise.all(load)).flat();
+
+    // Round-robin puts one long stream on each worker; the load loop, seeing no finished request
+    // for six load intervals, shrinks the pool while they stream.
+    const longStreams = [0, 1, 2].map((n) => stream(client, `long ${n}`, 1200));
+    const settled: Outcome[] = [];
+    for (const s of longStreams) void s.then((o) => settled.push(o));
+    const down = await until("draining back to 1", (v) => pool(v).desired === 1, 25_000);
+    assert.ok(settled.length < 3, "the pool shrank while long streams were still running");
+    assert.ok(
+      down.workers.some((w) => w.state === "draining"),
+      `a removed worker drains its stream: ${JSON.stringify(down.workers)}`,
+    );
+    const long = await Promise.all(longStreams);
+
+    const failed = [...short, ...long].filter((o) => o.error !== undefined || o.finish !== "length");
+    assert.deepEqual(failed, [], "every request streamed to its length");
+    assert.deepEqual(
+      long.map((o) => o.tokens),
+      [1200, 1200, 1200],
+    );
+    assert.ok(short.length > 10, `${short.length} short requests`);
+    const frontendMetrics = await (await fetch(`${frontend.url}/metrics`)).text();
+    assert.doesNotMatch(frontendMetrics, /^armature_frontend_model_migration_total\{[^}]*\} [1-9]/m, "no request was moved");
+
+    const metrics = await (await fetch(`${planner.url}/metrics`)).text();
+    const reports = Number(/^armature_planner_traffic_reports_total (\d+)/m.exec(metrics)?.[1] ?? 0);
+    assert.ok(reports >= 3, `traffic reports arrived:\n${metrics}`);
+    const requests = Number(/^armature_planner_traffic_requests_total (\d+)/m.exec(metrics)?.[1] ?? 0);
+    assert.ok(requests >= short.length, `the reports sum the short requests (${requests} of ${short.length})`);
+    assert.match(metrics, /^armature_plane_messages_dropped\{kind="traffic-report"\} 1$/m);
+    const ups = /^armature_planner_decisions_total\{pool="aggregated",loop="load",action="up",applied="true"\} (\d+)$/m.exec(
+      metrics,
+    );
+    assert.ok(Number(ups?.[1]) >= 2, `two scale-ups at least:\n${metrics}`);
+
+    await frontend.stop("SIGINT");
+    frontend = undefined;
+    const before = planner.output().length;
+    assert.equal(await planner.stop("SIGINT"), 0, planner.output().slice(-4000));
+    const stopped = planner.output().slice(before);
+    assert.match(stopped, /armature planner stopped/);
+    // Every worker that got ready drained and exited 0. Finished long streams may have grown the
+    // pool again; a worker still starting at SIGINT had nothing to drain and dies of the signal.
+    const exits = planner.output().match(/armature planner: worker \S+ \(pid \d+\) .*/g) ?? [];
+    assert.ok(exits.length >= 3, planner.output().slice(-4000));
+    for (const line of exits) {
+      const name = /worker (\S+)/.exec(line)?.[1] as string;
+      const wasReady = new RegExp(`^\\[${name}\\] armature worker \\S+ serving`, "m").test(planner.output());
+      assert.match(line, wasReady ? /drained: exit 0$/ : /(drained: exit 0|stopped: signal SIGTERM)$/);
+    }
+    assert.doesNotMatch(planner.output(), /killed after|exited by itself|Error|UNAVAILABLE/);
+  } finally {
+    stop.done = true;
+    await Promise.all(load);
+    await nc.close();
+    await frontend?.stop();
+    await planner.stop();
+  }
+});
+
+test("armature planner --connector kubernetes raises a Deployment to --min-workers through its scale subresource and leaves it on SIGINT", async () => {
+  // FakeKubernetesApi: a loopback server written from the Kubernetes API reference.
+  const api = await FakeKubernetesApi.start({
+    token: "planner-token",
+    deployments: [{ namespace: "serving", name: "llama", replicas: 1 }],
+    podStartMs: 100,
+  });
+  const dir = await mkdtemp(join(tmpdir(), "armature-kube-"));
+  const kubeconfig = join(dir, "config");
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "fake", cluster: { server: api.url, "insecure-skip-tls-verify": true } }],
+      users: [{ name: "planner", user: { token: "planner-token" } }],
+      contexts: [{ name: "fake", context: { cluster: "fake", user: "planner" } }],
+      "current-context": "fake",
+    }),
+  );
+  let planner: Awaited<ReturnType<typeof startArmature>> | undefined;
+  try {
+    planner = await startArmature(
+      [
+        "planner",
+        ...servers.flags,
+        "--connector",
+        "kubernetes",
+        "--k8s-deployments",
+        "aggregated=llama",
+        "--k8s-namespace",
+        "serving",
+        "--min-workers",
+        "2",
+        "--max-workers",
+        "3",
+        "--planner-load-interval",
+        "1",
+      ],
+      { KUBECONFIG: kubeconfig },
+    );
+    const deadline = Date.now() + 15_000;
+    let pools: Record<string, { desired: number; ready: number }> = {};
+    while (pools.aggregated?.ready !== 2) {
+      if (Date.now() > deadline) throw new Error(`not raised to 2: ${JSON.stringify(pools)}\n${planner.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+      pools = ((await (await fetch(`${planner.url}/v1/planner`)).json()) as { pools: typeof pools }).pools;
+    }
+    const patches = api.requests.filter((r) => r.method === "PATCH");
+    assert.deepEqual(
+      patches.map((r) => [r.path, r.body]),
+      [["/apis/apps/v1/namespaces/serving/deployments/llama/scale", { spec: { replicas: 2 } }]],
+    );
+    assert.equal(await planner.stop("SIGINT"), 0, planner.output());
+    assert.equal(
+      api.requests.filter((r) => r.method === "PATCH").length,
+      1,
+      "stopping the planner leaves the Deployment as it is",
+    );
+  } finally {
+    await planner?.stop();
+    await api.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
