@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { loadClusterFile, toFlags } from "./cluster-file.js";
+import { type ClusterPlanner, plannerArgs } from "./cluster-planner.js";
 
 async function file(text: string): Promise<string> {
   const path = join(await mkdtemp(join(tmpdir(), "armature-cluster-")), "cluster.yaml");
@@ -31,6 +32,79 @@ test("cluster files that cannot run are refused with the key at fault", async ()
   ];
   for (const [text, message] of cases) {
     await assert.rejects(loadClusterFile(await file(text)), (error: Error & { code?: string }) => {
+      assert.equal(error.code, "CONFIG_INVALID");
+      assert.match(error.message, message);
+      return true;
+    });
+  }
+});
+
+test("a planner: section with no workers: reads, and becomes armature planner's argv", async () => {
+  const cluster = await loadClusterFile(
+    await file(
+      [
+        "nats: { port: 4222 }",
+        "etcd: { port: 2379 }",
+        "planner:",
+        "  max-workers: 4",
+        "  slo-ttft: 300",
+        "  planner-advisory: true",
+        "  worker: { engine: mocker, speedup-ratio: 10 }",
+      ].join("\n"),
+    ),
+  );
+  assert.deepEqual(cluster.workers, []);
+  assert.deepEqual(plannerArgs(cluster.planner as ClusterPlanner), [
+    "--connector",
+    "local",
+    "--max-workers",
+    "4",
+    "--slo-ttft",
+    "300",
+    "--planner-advisory",
+    "--",
+    "--engine",
+    "mocker",
+    "--speedup-ratio",
+    "10",
+  ]);
+  const split = await loadClusterFile(
+    await file(
+      "nats: { port: 4222 }\netcd: { port: 2379 }\nplanner:\n  prefill-worker: { engine: mocker }\n  decode-worker: { engine: mocker, role: decode }\n",
+    ),
+  );
+  assert.deepEqual(plannerArgs(split.planner as ClusterPlanner), [
+    "--connector",
+    "local",
+    "--",
+    "--role",
+    "prefill",
+    "--engine",
+    "mocker",
+    "--",
+    "--role",
+    "decode",
+    "--engine",
+    "mocker",
+  ]);
+});
+
+test("planner: sections that cannot run are refused with the key at fault", async () => {
+  const servers = "nats: { port: 4222 }\netcd: { port: 2379 }\n";
+  const cases: [string, RegExp][] = [
+    ["planner: [1]\n", /planner: must be a mapping/],
+    ["planner: { max-workers: 3 }\n", /planner: needs worker:/],
+    ["planner: { worker: mocker }\n", /planner: worker: must be a mapping of armature worker flags/],
+    ["planner: { worker: { engine: mocker, count: 2 } }\n", /planner: worker: count is the planner's to set/],
+    ["planner: { connector: kubernetes, worker: { engine: mocker } }\n", /planner: connector is set by armature up/],
+    ["planner: { bus: 'nats://x:1', worker: { engine: mocker } }\n", /planner: bus is set by armature up/],
+    ["planner: { prefill-worker: { engine: mocker } }\n", /needs both prefill-worker: and decode-worker:/],
+    ["planner: { worker: {}, decode-worker: {} }\n", /not both/],
+    ["planner: { slo-ttft: [1], worker: {} }\n", /planner: slo-ttft must be a single value/],
+    ["planner: { worker: { engine: mocker } }\nworkers: []\n", /workers: needs at least one entry/],
+  ];
+  for (const [text, message] of cases) {
+    await assert.rejects(loadClusterFile(await file(servers + text)), (error: Error & { code?: string }) => {
       assert.equal(error.code, "CONFIG_INVALID");
       assert.match(error.message, message);
       return true;

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parse } from "yaml";
 import { ArmatureError } from "../protocol/index.js";
+import { type ClusterPlanner, plannerSectionProblem } from "./cluster-planner.js";
 
 /** A local deployment, as `armature up` reads it from YAML. */
 export interface ClusterFile {
@@ -16,6 +17,8 @@ export interface ClusterFile {
   readonly workers: readonly (Readonly<Record<string, string | number | boolean>> & { readonly count?: number })[];
   /** `armature router` processes (`count` of them) with their flags; frontends use them with `router: remote`. */
   readonly routers?: (Readonly<Record<string, string | number | boolean>> & { readonly count?: number }) | undefined;
+  /** An `armature planner` that starts and drains workers itself (see `ClusterPlanner`); `workers:` may then be left out. */
+  readonly planner?: ClusterPlanner | undefined;
 }
 
 /** Reads and checks a cluster file; errors name the file and the key at fault. */
@@ -33,7 +36,12 @@ export async function loadClusterFile(path: string): Promise<ClusterFile> {
   if (file === null || typeof file !== "object") return fail("expected a mapping with frontend: and workers:");
   if (!file.nats && !file.bus) fail("give nats: {port} to start a nats-server, or bus: nats://HOST:PORT");
   if (!file.etcd && !file.discovery) fail("give etcd: {port} to start an etcd, or discovery: etcd://HOST:PORT");
-  if (!Array.isArray(file.workers) || file.workers.length === 0) fail("workers: needs at least one entry");
+  if (file.planner !== undefined) {
+    const problem = plannerSectionProblem(file.planner);
+    if (problem) fail(problem);
+  }
+  if (!(file.planner && file.workers === undefined) && (!Array.isArray(file.workers) || file.workers.length === 0))
+    fail("workers: needs at least one entry (or leave it out and give planner: to start workers)");
   for (const [i, w] of (file.workers ?? []).entries()) {
     if (w === null || typeof w !== "object") fail(`workers[${i}] must be a mapping of worker flags`);
   }
@@ -42,7 +50,7 @@ export async function loadClusterFile(path: string): Promise<ClusterFile> {
   }
   if (file.frontend?.router === "remote" && !file.routers)
     fail("frontend router: remote needs routers: (armature router processes)");
-  return { frontend: {}, ...file } as ClusterFile;
+  return { frontend: {}, workers: [], ...file } as ClusterFile;
 }
 
 /** Flags from a mapping (`{ "speedup-ratio": 10 }` → `--speedup-ratio 10`), `count` left out. */

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { createLogger } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import { loadClusterFile, toFlags } from "./cluster-file.js";
+import { plannerArgs } from "./cluster-planner.js";
 import { untilSignal } from "./signals.js";
 
 const BIN = fileURLToPath(new URL("../../bin/armature.js", import.meta.url));
@@ -26,10 +27,11 @@ interface Member {
 const STOP_DEADLINE_MS = 60_000;
 
 /**
- * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the workers,
- * routers and the frontend as child processes; prefixes and merges their output. On Ctrl-C (or
- * SIGTERM, SIGHUP) it stops them in order, each by its pid, waiting for each group to exit: the
- * frontends, then the workers (they drain), then the routers, then nats and etcd. It prints how each
+ * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the workers, the
+ * planner (which starts workers of its own), routers and the frontend as child processes; prefixes
+ * and merges their output. On Ctrl-C (or SIGTERM, SIGHUP) it stops them in order, each by its pid,
+ * waiting for each group to exit: the frontends, then the workers and the planner (they drain; the
+ * planner drains the workers it started), then the routers, then nats and etcd. It prints how each
  * ended and exits 1 if one did not end cleanly. A second Ctrl-C kills them all at once.
  */
 export async function upCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
@@ -110,13 +112,18 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
       for (let i = 0; i < (entry.count ?? 1); i++)
         start(`worker-${++n}`, process.execPath, [BIN, "worker", ...toFlags(entry)], links);
     }
+    // Before the frontend, whose start waits for a first worker: the planner starts --min-workers at once.
+    if (cluster.planner) start("planner", process.execPath, [BIN, "planner", ...plannerArgs(cluster.planner)], links);
     const routers = cluster.routers ? (cluster.routers.count ?? 1) : 0;
     for (let i = 1; i <= routers; i++) {
       start(`router-${i}`, process.execPath, [BIN, "router", ...toFlags(cluster.routers ?? {})], links);
     }
     start("frontend", process.execPath, [BIN, "frontend", ...toFlags(cluster.frontend)], links);
     const routerNote = routers > 0 ? `, ${routers} router${routers === 1 ? "" : "s"}` : "";
-    out(`armature up: ${n} worker process${n === 1 ? "" : "es"}${routerNote} and a frontend; Ctrl-C stops everything\n`);
+    const plannerNote = cluster.planner ? ", a planner (it starts its own workers)" : "";
+    out(
+      `armature up: ${n} worker process${n === 1 ? "" : "es"}${plannerNote}${routerNote} and a frontend; Ctrl-C stops everything\n`,
+    );
     await untilSignal(createLogger({ level: "warn" }));
   } finally {
     process.off("SIGHUP", onHangup);
@@ -138,10 +145,10 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
   return clean ? 0 : 1;
 }
 
-/** Stop order: frontends, workers (they drain), routers, then nats and etcd. */
+/** Stop order: frontends, workers and the planner (they drain), routers, then nats and etcd. */
 function rank(name: string): number {
   if (name === "frontend") return 0;
-  if (name.startsWith("worker")) return 1;
+  if (name.startsWith("worker") || name === "planner") return 1;
   return name.startsWith("router") ? 2 : 3;
 }
 

@@ -87,3 +87,73 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
     await exited;
   }
 });
+
+test("armature up with a planner: section: the planner starts the workers, and Ctrl-C stops the frontend, then the planner (draining its workers), then the servers", async () => {
+  const [natsPort, etcdPort, etcdPeer, httpPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
+  const file = join(dir, "cluster.yaml");
+  await writeFile(
+    file,
+    [
+      `nats: { port: ${natsPort} }`,
+      `etcd: { port: ${etcdPort}, peerPort: ${etcdPeer} }`,
+      "frontend:",
+      `  port: ${httpPort}`,
+      "  log-level: warn",
+      "planner:",
+      "  min-workers: 1",
+      "  max-workers: 2",
+      "  log-level: warn",
+      "  worker: { engine: mocker, speedup-ratio: 100, log-level: warn }",
+    ].join("\n"),
+  );
+  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let output = "";
+  up.stdout?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  up.stderr?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  const exited = once(up, "exit");
+  let signalled = false;
+  try {
+    const deadline = Date.now() + 60_000;
+    const ready = (): boolean =>
+      /\[frontend\] armature frontend .* at http/.test(output) &&
+      /\[planner\] armature planner \(load, aggregated, local connector\) at http/.test(output) &&
+      /\[planner\] \[aggregated-1\] armature worker \S+ serving/.test(output);
+    while (!ready()) {
+      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
+    const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
+    assert.equal(result.choices.length, 1);
+
+    const before = output.length;
+    process.kill(-(up.pid as number), "SIGINT");
+    signalled = true;
+    const [code] = await exited;
+    const after = output.slice(before);
+    assert.equal(code, 0, output);
+    for (const line of after.split("\n")) {
+      assert.doesNotMatch(
+        line,
+        /UNAVAILABLE|ECONNREFUSED|Error|second signal|killed|by itself/,
+        `a clean Ctrl-C printed:\n${after}`,
+      );
+    }
+    const stoppedAt = (line: RegExp): number => after.search(line);
+    const frontend = stoppedAt(/\[frontend\] armature frontend stopped/);
+    const worker = stoppedAt(/\[planner\] armature planner: worker aggregated-1 \(pid \d+\) drained: exit 0/);
+    const planner = stoppedAt(/\[planner\] armature planner stopped/);
+    const nats = stoppedAt(/\[nats\] .*Server Exiting/);
+    assert.ok(frontend >= 0 && frontend < worker && worker < planner && planner < nats, `stop order:\n${after}`);
+    const summary = /armature up: stopped \((.*)\)/.exec(after)?.[1];
+    assert.equal(summary, "nats 0, etcd SIGTERM, planner 0, frontend 0", after);
+  } finally {
+    if (!signalled) up.kill("SIGINT");
+    await exited;
+  }
+});
