@@ -51,6 +51,8 @@ const SHARED_FLAGS = new Set([
   "planner-load-interval",
   "predictor",
   "planner-cooldown",
+  "planner-up-threshold",
+  "planner-down-threshold",
   "planner-advisory",
 ]);
 

@@ -27,7 +27,8 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
-        [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]]
+        [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]
+        [--planner-up-threshold F] [--planner-down-threshold F]]
   With --planner the real planner sizes the pools as the replay runs (workers start after --worker-startup-s, 30);
   the JSON adds worker_seconds, max_workers_used and the decisions, and --chart draws workers and load over time.`;
 
@@ -88,6 +89,8 @@ export async function replayCommand(
       "planner-load-interval": { type: "string" },
       predictor: { type: "string" },
       "planner-cooldown": { type: "string" },
+      "planner-up-threshold": { type: "string" },
+      "planner-down-threshold": { type: "string" },
       "worker-startup-s": { type: "string", default: "30" },
     },
   });
@@ -253,6 +256,8 @@ async function replayPlannerOptions(
     "planner-load-interval",
     "predictor",
     "planner-cooldown",
+    "planner-up-threshold",
+    "planner-down-threshold",
   ];
   if (mode === undefined) {
     const stray = plannerFlags.find((flag) => values[flag] !== undefined);
@@ -278,6 +283,8 @@ async function replayPlannerOptions(
     intervalSeconds: num("planner-interval", Number.MIN_VALUE),
     loadIntervalSeconds: num("planner-load-interval", Number.MIN_VALUE),
     cooldownSeconds: num("planner-cooldown", 0),
+    scaleUpThreshold: num("planner-up-threshold", Number.MIN_VALUE),
+    scaleDownThreshold: num("planner-down-threshold", 0),
     predictor: values.predictor as string | undefined,
     profile,
   };

@@ -182,6 +182,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       ...optionalNumber("intervalSeconds", num("planner-interval", false, Number.MIN_VALUE)),
       ...optionalNumber("loadIntervalSeconds", num("planner-load-interval", false, Number.MIN_VALUE)),
       ...optionalNumber("cooldownSeconds", num("planner-cooldown", false, 0)),
+      ...optionalNumber("scaleUpThreshold", num("planner-up-threshold", false, Number.MIN_VALUE)),
+      ...optionalNumber("scaleDownThreshold", num("planner-down-threshold", false, 0)),
       ...(str("predictor") !== undefined ? { predictor: str("predictor") as string } : {}),
       ...(bool("planner-advisory") ? { advisory: true } : {}),
       ...(profilePath ? { profile: readProfile(profilePath) } : {}),

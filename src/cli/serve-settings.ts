@@ -269,6 +269,16 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_PLANNER_COOLDOWN",
     help: "planner: seconds a pool holds after a change (default 30)",
   },
+  "planner-up-threshold": {
+    type: "number",
+    env: "ARMATURE_PLANNER_UP_THRESHOLD",
+    help: "planner: add a worker when latencies pass this share of their targets (default 1.0, Dynamo's)",
+  },
+  "planner-down-threshold": {
+    type: "number",
+    env: "ARMATURE_PLANNER_DOWN_THRESHOLD",
+    help: "planner: drain a worker when latencies are below this share of their targets (default 0.8)",
+  },
   "planner-advisory": {
     type: "boolean",
     env: "ARMATURE_PLANNER_ADVISORY",

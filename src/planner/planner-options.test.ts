@@ -71,7 +71,7 @@ test("targets, intervals and thresholds are refused naming their flags", () => {
   refused({ intervalSeconds: -1 }, "--planner-interval must be a positive number (seconds), got -1");
   refused({ intervalSeconds: 5 }, "--planner-load-interval (5 s) must be shorter than --planner-interval (5 s)");
   refused({ cooldownSeconds: -1 }, "--planner-cooldown must be a number ≥ 0 (seconds), got -1");
-  refused({ scaleDownThreshold: 1.0 }, "--scale-down-threshold (1) must be below --scale-up-threshold (1)");
+  refused({ scaleDownThreshold: 1.0 }, "--planner-down-threshold (1) must be below --planner-up-threshold (1)");
   refused({ mode: "fast" as never }, '--planner must be load or sla, got "fast"');
   refused({ layout: "split" as never }, '--planner-layout must be aggregated or disaggregated, got "split"');
 });

@@ -37,9 +37,9 @@ export interface PlannerOptions {
   readonly predictorOptions?: PredictorOptions;
   /** [--planner-cooldown] Seconds after a change of a pool before the load loop changes it again. Default 30. */
   readonly cooldownSeconds?: number;
-  /** [--scale-up-threshold] Grow when estimates exceed target × this. Default 1.0. */
+  /** [--planner-up-threshold] Grow when estimates exceed target × this. Default 1.0. */
   readonly scaleUpThreshold?: number;
-  /** [--scale-down-threshold] Shrink when estimates are below target × this; below the up threshold. Default 0.8 (Dynamo's sensitivity 80). */
+  /** [--planner-down-threshold] Shrink when estimates are below target × this; below the up threshold. Default 0.8 (Dynamo's sensitivity 80). */
   readonly scaleDownThreshold?: number;
   /** [--planner-advisory] Decide and report, change nothing. Default false. */
   readonly advisory?: boolean;
@@ -114,14 +114,15 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
   }
   const predictorOptions = compilePredictorOptions(withSeason(merged.predictorOptions, predictor, intervalSeconds));
   const cooldownSeconds = nonNegative("--planner-cooldown", merged.cooldownSeconds, "seconds");
-  const scaleUpThreshold = positive("--scale-up-threshold", merged.scaleUpThreshold, "a multiple of the target");
-  const scaleDownThreshold = nonNegative("--scale-down-threshold", merged.scaleDownThreshold, "a multiple of the target");
+  const scaleUpThreshold = positive("--planner-up-threshold", merged.scaleUpThreshold, "a multiple of the target");
+  const scaleDownThreshold = nonNegative("--planner-down-threshold", merged.scaleDownThreshold, "a multiple of the target");
   if (scaleDownThreshold >= scaleUpThreshold) {
     refuse(
-      `--scale-down-threshold (${scaleDownThreshold}) must be below --scale-up-threshold (${scaleUpThreshold}), or the planner flaps`,
+      `--planner-down-threshold (${scaleDownThreshold}) must be below --planner-up-threshold (${scaleUpThreshold}), or the planner flaps`,
     );
   }
-  if (typeof merged.advisory !== "boolean") refuse(`--planner-advisory must be true or false, got ${JSON.stringify(merged.advisory)}`);
+  if (typeof merged.advisory !== "boolean")
+    refuse(`--planner-advisory must be true or false, got ${JSON.stringify(merged.advisory)}`);
   const profile = merged.profile;
   if (mode === "sla" && profile === undefined) {
     refuse("--profile is required with --planner sla: the throughput loop sizes workers from the profile's measurements");
