@@ -2,7 +2,7 @@
 // at three arrival-rate multipliers, for one worker count. Prints a markdown table and the
 // unlimited-shared-cache hit-rate bound.
 // Usage: node --import tsx bench/routing-quality.ts WORKERS [SPEEDUPS] [--host-kv-blocks N] [--kv-overlap-weight W]
-//        [--policies kv,round-robin,random,least-loaded]
+//        [--policies kv,round-robin,random,least-loaded] [--limit N (the first N requests)]
 import { parseArgs } from "node:util";
 import { loadTrace, type ReplayPolicy, type ReplayResult, replay, sharedCacheHitBound } from "../src/sim/index.js";
 import { machine } from "./load/processes.js";
@@ -13,6 +13,7 @@ const { values, positionals } = parseArgs({
     "host-kv-blocks": { type: "string", default: "0" },
     "kv-overlap-weight": { type: "string", default: "1" },
     policies: { type: "string", default: "kv,round-robin,random,least-loaded" },
+    limit: { type: "string" },
   },
 });
 const workers = Number(positionals[0] ?? 16);
@@ -21,7 +22,7 @@ const hostKvBlocks = Number(values["host-kv-blocks"]);
 const overlapWeight = Number(values["kv-overlap-weight"]);
 const policies = (values.policies as string).split(",") as ReplayPolicy[];
 const tracePath = process.env.ARMATURE_TRACE ?? "../shared/research/data/mooncake/conversation_trace.jsonl";
-const trace = await loadTrace(tracePath);
+const trace = (await loadTrace(tracePath)).slice(0, values.limit ? Number(values.limit) : undefined);
 const bound = sharedCacheHitBound(trace, 512, 64);
 console.log(
   `routing quality — ${machine()} — ${trace.length} requests, ${workers} workers, block 64, 16384 blocks/worker, ${hostKvBlocks} host blocks/worker, kv overlap weight ${overlapWeight}`,
