@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { type CompiledPlannerOptions, compilePlannerOptions, type PlannerLayout } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { resolveServeOptions, type ServeOptions, serveSettings } from "./serve-options.js";
+import { plannerSizingFlags } from "./serve-settings.js";
 
 export const PLANNER_USAGE = `usage: armature planner --bus nats://H:P --discovery etcd://H:P [flags] [-- WORKER FLAGS [-- WORKER FLAGS]]
 
@@ -42,17 +43,9 @@ const SHARED_FLAGS = new Set([
   "discovery-tls-key",
   "log-level",
   "planner",
-  "profile",
   "slo-ttft",
   "slo-itl",
-  "min-workers",
-  "max-workers",
-  "planner-interval",
-  "planner-load-interval",
-  "predictor",
-  "planner-cooldown",
-  "planner-up-threshold",
-  "planner-down-threshold",
+  ...plannerSizingFlags,
   "planner-advisory",
 ]);
 

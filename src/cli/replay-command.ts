@@ -17,6 +17,7 @@ import {
   type TtftSeries,
   type WorkerSeries,
 } from "../sim/index.js";
+import { plannerSizingFlags } from "./serve-settings.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
@@ -248,19 +249,8 @@ async function replayPlannerOptions(
   disaggregated: boolean,
 ): Promise<CompiledPlannerOptions | undefined> {
   const mode = values.planner as string | undefined;
-  const plannerFlags = [
-    "profile",
-    "min-workers",
-    "max-workers",
-    "planner-interval",
-    "planner-load-interval",
-    "predictor",
-    "planner-cooldown",
-    "planner-up-threshold",
-    "planner-down-threshold",
-  ];
   if (mode === undefined) {
-    const stray = plannerFlags.find((flag) => values[flag] !== undefined);
+    const stray = plannerSizingFlags.find((flag) => values[flag] !== undefined);
     if (stray) throw new ArmatureError("CONFIG_INVALID", `--${stray} is a planner flag: add --planner load or --planner sla`);
     return undefined;
   }

@@ -3,6 +3,19 @@ import { basicPolicyNames } from "../router/index.js";
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
 
+/** The flags that size a planner besides `--planner` and the SLA targets (serve, planner, replay). */
+export const plannerSizingFlags = [
+  "profile",
+  "min-workers",
+  "max-workers",
+  "planner-interval",
+  "planner-load-interval",
+  "predictor",
+  "planner-cooldown",
+  "planner-up-threshold",
+  "planner-down-threshold",
+] as const;
+
 /** One flag: its type, environment twin, help, and allowed values. */
 export interface Setting {
   readonly type: "string" | "integer" | "number" | "boolean";
