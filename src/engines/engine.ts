@@ -38,7 +38,7 @@ export interface ExportedFrom {
 export interface PrefillResult {
   readonly firstToken: number | undefined;
   readonly cachedTokens: number;
-  /** Of `cachedTokens`, those copied back from a host tier (engines that have one). */
+  /** Of `cachedTokens`, those loaded back from tiers below the device (engines that have them). */
   readonly hostCachedTokens?: number | undefined;
   readonly kv: KvExport | undefined;
 }

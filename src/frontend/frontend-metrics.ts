@@ -14,7 +14,7 @@ export interface RequestOutcome {
   readonly inputTokens?: number | undefined;
   readonly outputTokens?: number | undefined;
   readonly cachedTokens?: number | undefined;
-  /** Of `cachedTokens`, those the worker copied back from its host tier. */
+  /** Of `cachedTokens`, those the worker loaded back from its tiers below the device. */
   readonly hostCachedTokens?: number | undefined;
 }
 
@@ -160,7 +160,7 @@ export class FrontendMetrics {
     );
     this.hostCachedTokensTotal = meter.counter(
       `${p}host_cached_tokens_total`,
-      "Prompt tokens workers copied back from their host tier instead of recomputing (part of cached_tokens)",
+      "Prompt tokens workers loaded back from their tiers below the device (host; llama.cpp also disk and object store) instead of recomputing (part of cached_tokens)",
       ["model"],
     );
     this.#kvHitRate = meter.histogram(

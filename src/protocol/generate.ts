@@ -101,7 +101,7 @@ export interface RequestEnd {
   readonly completionTokens: number;
   /** Prompt tokens whose KV was already cached on the worker. */
   readonly cachedTokens: number;
-  /** Of `cachedTokens`, those copied back from the worker's host tier rather than found on the device. */
+  /** Of `cachedTokens`, those loaded back from the tiers below the worker's device (host memory; on llama.cpp workers also disk and the object store) rather than found on the device. */
   readonly hostCachedTokens?: number | undefined;
   readonly error?: { readonly code: string; readonly message: string } | undefined;
   /** Prefill phase: where the computed KV waits for the decode worker. */
