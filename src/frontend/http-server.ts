@@ -13,7 +13,8 @@ import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
 import { ModelPipelines } from "./model-pipelines.js";
 import { handleCompletions } from "./routes/completions-route.js";
-import { handleHealth, handleLive, handleMetrics, handleModels } from "./routes/info-routes.js";
+import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
+import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
 
 export interface FrontendOptions {
   readonly router: Router;
@@ -57,6 +58,9 @@ export interface TlsOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** `GET /v1/models/{id}`: the id is the rest of the path, URL-decoded, and may hold `/`. */
+const MODEL_PATH_PREFIX = "/v1/models/";
 
 /** The OpenAI-compatible HTTP server. */
 export class Frontend {
@@ -159,11 +163,21 @@ export class Frontend {
       requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
     };
+    if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
+      const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
+      if (id !== undefined) return handleModel(res, this.#o.router, this.#startedAt, id, headers, grant);
+      const http = toHttpError(new ArmatureError("REQUEST_INVALID", "the model id in the path is not valid percent-encoding"));
+      return sendJson(res, 400, http.body, headers);
+    }
     switch (route) {
       case "POST /v1/chat/completions":
         return handleCompletions("chat", req, res, requestId, deps);
       case "POST /v1/completions":
         return handleCompletions("text", req, res, requestId, deps);
+      case "POST /tokenize":
+        return handleTokenize(req, res, requestId, deps);
+      case "POST /detokenize":
+        return handleDetokenize(req, res, requestId, deps);
       case "GET /v1/models":
         return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
@@ -190,15 +204,18 @@ export class Frontend {
         this.#metrics.setQueuePending(this.#o.router.queuedRequests);
         return handleMetrics(res, this.#o.meter, this.#metrics, this.#o.router, headers);
       default: {
-        const known = [
-          "/v1/chat/completions",
-          "/v1/completions",
-          "/v1/models",
-          "/v1/planner",
-          "/health",
-          "/live",
-          "/metrics",
-        ].includes(path);
+        const known =
+          [
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/models",
+            "/v1/planner",
+            "/health",
+            "/live",
+            "/metrics",
+            "/tokenize",
+            "/detokenize",
+          ].includes(path) || path.startsWith(MODEL_PATH_PREFIX);
         const error = new ArmatureError(
           "REQUEST_INVALID",
           known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`,
@@ -218,6 +235,14 @@ export class Frontend {
     await Promise.race([Promise.all(this.#inflight), grace]);
     this.#server.closeAllConnections();
     await closed;
+  }
+}
+
+function decodePathPart(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
   }
 }
 

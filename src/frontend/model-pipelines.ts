@@ -16,12 +16,15 @@ export class ModelPipeline {
     this.#template = new Template(card.chatTemplate ?? CHATML_TEMPLATE);
   }
 
-  /** Renders the chat template with a generation prompt for the assistant. */
-  renderChat(messages: readonly ChatMessage[]): string {
+  /**
+   * Renders the chat template, by default with a generation prompt for the assistant (what a chat
+   * completion generates after); `/tokenize` may leave it out.
+   */
+  renderChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
     try {
       return this.#template.render({
         messages: messages.map((m) => ({ role: m.role, content: m.content })),
-        add_generation_prompt: true,
+        add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.card.bosToken ?? "",
         eos_token: this.card.eosToken ?? "",
       });

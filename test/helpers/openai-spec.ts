@@ -30,6 +30,7 @@ export type SchemaName =
   | "CreateChatCompletionStreamResponse"
   | "CreateCompletionResponse"
   | "ListModelsResponse"
+  | "Model"
   | "ErrorResponse";
 
 /** Throws with the validator's errors when `data` does not match the named OpenAI schema. */

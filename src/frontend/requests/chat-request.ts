@@ -19,11 +19,16 @@ const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
 export function parseChatRequest(raw: unknown): ChatRequest {
   const body = asObject(raw, "body");
   refuseUnservedFields(body, chatFields);
-  const messages = body.messages;
+  const messages = parseMessages(body.messages);
+  const common = parseCommonParams(body, ["max_tokens", "max_completion_tokens"]);
+  return { kind: "chat", ...common, messages };
+}
+
+/** Validates a chat request's `messages`: at least one, each with a role the templates know and text content. */
+export function parseMessages(messages: unknown): ChatMessage[] {
   if (!Array.isArray(messages)) throw invalid("messages", "'messages' is required and must be an array");
   if (messages.length === 0) throw invalid("messages", "'messages' must hold at least one message");
-  const common = parseCommonParams(body, ["max_tokens", "max_completion_tokens"]);
-  return { kind: "chat", ...common, messages: messages.map((m, i) => parseMessage(m, i)) };
+  return messages.map((m, i) => parseMessage(m, i));
 }
 
 function parseMessage(value: unknown, index: number): ChatMessage {

@@ -4,7 +4,8 @@ import { test } from "node:test";
 import { isArmatureError } from "../../protocol/index.js";
 import { parseChatRequest } from "./chat-request.js";
 import { parseCompletionRequest } from "./completion-request.js";
-import { chatFields, completionFields, type FieldRule } from "./request-fields.js";
+import { chatFields, completionFields, detokenizeFields, type FieldRule, tokenizeFields } from "./request-fields.js";
+import { parseDetokenizeRequest, parseTokenizeRequest } from "./tokenize-request.js";
 
 const spec = JSON.parse(
   readFileSync(new URL("../../../test/fixtures/openai/openai-inference-subset.openapi.json", import.meta.url), "utf8"),
@@ -38,7 +39,8 @@ const routes = [
   {
     name: "chat",
     fields: chatFields,
-    schema: "CreateChatCompletionRequest",
+    schema: "OpenAI's CreateChatCompletionRequest",
+    reference: specFields("CreateChatCompletionRequest"),
     heading: "## `POST /v1/chat/completions`",
     base: { model: "m", messages: [{ role: "user", content: "hi" }] },
     parse: parseChatRequest,
@@ -46,16 +48,50 @@ const routes = [
   {
     name: "completions",
     fields: completionFields,
-    schema: "CreateCompletionRequest",
+    schema: "OpenAI's CreateCompletionRequest",
+    reference: specFields("CreateCompletionRequest"),
     heading: "## `POST /v1/completions`",
     base: { model: "m", prompt: "hi" },
     parse: parseCompletionRequest,
   },
+  // vLLM's fields, from vllm/entrypoints/serve/tokenize/protocol.py (TokenizeCompletionRequest,
+  // TokenizeChatRequest, DetokenizeRequest).
+  {
+    name: "tokenize",
+    fields: tokenizeFields,
+    schema: "vLLM's TokenizeCompletionRequest and TokenizeChatRequest",
+    reference: [
+      "model",
+      "prompt",
+      "add_special_tokens",
+      "return_token_strs",
+      "messages",
+      "add_generation_prompt",
+      "continue_final_message",
+      "chat_template",
+      "chat_template_kwargs",
+      "media_io_kwargs",
+      "mm_processor_kwargs",
+      "tools",
+    ],
+    heading: "## `POST /tokenize`",
+    base: { model: "m", prompt: "hi" },
+    parse: parseTokenizeRequest,
+  },
+  {
+    name: "detokenize",
+    fields: detokenizeFields,
+    schema: "vLLM's DetokenizeRequest",
+    reference: ["model", "tokens"],
+    heading: "## `POST /detokenize`",
+    base: { model: "m", tokens: [1, 2] },
+    parse: parseDetokenizeRequest,
+  },
 ] as const;
 
 for (const route of routes) {
-  test(`${route.name}: every field of OpenAI's ${route.schema} has a rule`, () => {
-    const missing = specFields(route.schema).filter((f) => !Object.hasOwn(route.fields, f));
+  test(`${route.name}: every field of ${route.schema} has a rule`, () => {
+    const missing = route.reference.filter((f) => !Object.hasOwn(route.fields, f));
     assert.deepEqual(missing, []);
   });
 

@@ -85,6 +85,32 @@ export const completionFields: Readonly<Record<string, FieldRule>> = {
 };
 
 /**
+ * `POST /tokenize`, every field of vLLM's TokenizeCompletionRequest (`prompt`) and TokenizeChatRequest
+ * (`messages`). The served prompt carries only the special tokens its text or chat template holds,
+ * so `add_special_tokens` asks for something else and is refused.
+ */
+export const tokenizeFields: Readonly<Record<string, FieldRule>> = {
+  model: honoured,
+  prompt: honoured,
+  messages: honoured,
+  add_generation_prompt: honoured,
+  add_special_tokens: refusedUnless("false", isFalse),
+  return_token_strs: refusedUnless("false", isFalse),
+  continue_final_message: refusedUnless("false", isFalse),
+  chat_template: refusedUnless("null", absent),
+  chat_template_kwargs: refusedUnless("{}", emptyObject),
+  media_io_kwargs: refusedUnless("{}", emptyObject),
+  mm_processor_kwargs: refusedUnless("{}", emptyObject),
+  tools: refusedUnless("[]", emptyList),
+};
+
+/** `POST /detokenize`, every field of vLLM's DetokenizeRequest. */
+export const detokenizeFields: Readonly<Record<string, FieldRule>> = {
+  model: honoured,
+  tokens: honoured,
+};
+
+/**
  * Refuses, naming it, the first field `body` has that the route does not serve: an unknown one
  * (OpenAI's "Unrecognized request argument supplied"), or a known one asking for what is not built.
  */

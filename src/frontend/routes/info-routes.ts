@@ -1,7 +1,9 @@
 import type { ServerResponse } from "node:http";
 import type { MetricMeter } from "../../observability/index.js";
+import { ArmatureError, type ModelCard } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { FrontendMetrics } from "../frontend-metrics.js";
+import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 
 /** `GET /v1/models`: every model some worker serves now (that the caller's API key may use). */
@@ -13,13 +15,39 @@ export function handleModels(
   key?: { allowsModel(model: string): boolean },
 ): void {
   const served = router.workers.models().filter((card) => key?.allowsModel(card.name) ?? true);
-  const data = served.map((card) => ({
-    id: card.name,
-    object: "model" as const,
-    created: Math.floor(startedAt / 1000),
-    owned_by: "armature",
-  }));
+  const data = served.map((card) => modelObject(card, startedAt));
   sendJson(res, 200, { object: "list", data }, headers);
+}
+
+/** OpenAI's model object; `created` is when this frontend started, as no model here has a release date. */
+function modelObject(card: ModelCard, startedAt: number): { id: string; object: "model"; created: number; owned_by: string } {
+  return { id: card.name, object: "model", created: Math.floor(startedAt / 1000), owned_by: "armature" };
+}
+
+/**
+ * `GET /v1/models/{id}`: the model as `GET /v1/models` lists it, or OpenAI's 404 (`model_not_found`)
+ * when no worker serves it or the caller's API key may not use it. `id` is the decoded rest of the
+ * path, so it may hold `/` (`org/name`).
+ */
+export function handleModel(
+  res: ServerResponse,
+  router: Router,
+  startedAt: number,
+  id: string,
+  headers: Record<string, string>,
+  key?: { allowsModel(model: string): boolean },
+): void {
+  const card = router.workers.models().find((c) => c.name === id && (key?.allowsModel(c.name) ?? true));
+  if (!card) {
+    sendJson(
+      res,
+      404,
+      toHttpError(new ArmatureError("MODEL_NOT_FOUND", `The model '${id}' does not exist`, { param: "model" })).body,
+      headers,
+    );
+    return;
+  }
+  sendJson(res, 200, modelObject(card, startedAt), headers);
 }
 
 /** `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered. */
