@@ -193,3 +193,19 @@ test("a request parked behind a worker's published load goes once a lower load r
     await runtime.close();
   }
 });
+
+test("requests admitted at the same instant do not fail when the first takes the last free worker", async () => {
+  // Regression: both passed admission before either booked; the second then found no idle worker
+  // and failed with ROUTER_NO_WORKER instead of waiting (a disaggregated request fell back to a
+  // local prefill for it).
+  const { router, close } = await setup(4);
+  try {
+    const first = router.route(request(20), { signal: new AbortController().signal });
+    const second = router.route(request(1), { signal: new AbortController().signal });
+    await drain((await first).stream);
+    await drain((await second).stream);
+    assert.equal(router.queuedRequests, 0);
+  } finally {
+    await close();
+  }
+});

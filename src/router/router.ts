@@ -197,8 +197,12 @@ export class Router {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
     }
     if (options.pinnedWorkerId === undefined) {
-      if (!admitted) await this.#queueOf(request.model).admit(free, options.signal);
-      const idle = eligible().filter((w) => !this.isBusy(w));
+      let idle: WorkerView[] = [];
+      do {
+        if (!admitted) await this.#queueOf(request.model).admit(free, options.signal);
+        idle = eligible().filter((w) => !this.isBusy(w));
+        // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
+      } while (!admitted && idle.length === 0 && eligible().length > 0);
       // Admitted before its prefill, the request goes on even if its decode worker filled up since.
       candidates = idle.length > 0 || !admitted ? idle : eligible();
       if (candidates.length === 0) {
