@@ -7,6 +7,10 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
+import { resolveServeOptions } from "../../src/cli/serve-options.js";
+import { startWorkers } from "../../src/cli/start-workers.js";
+import { silentLogger } from "../../src/observability/index.js";
+import { createEmbeddedRuntime } from "../../src/runtime/index.js";
 import { startServe } from "../helpers/armature-process.js";
 
 // `armature serve` with KV tiers below the device, driven by the official openai client: a prompt
@@ -71,16 +75,23 @@ async function startFails(args: readonly string[]): Promise<{ code: number | nul
 test("wrong KV tier flags stop the start with a message naming the flag", async () => {
   const file = join(await mkdtemp(join(tmpdir(), "armature-kv-")), "a-file");
   await writeFile(file, "");
-  const cases: Array<[string[], RegExp]> = [
-    [["--kv-host-bytes", "lots"], /--kv-host-bytes .*must be a size in bytes/],
-    [["--kv-object-store", "ftp://somewhere/bucket"], /ftp:\/\/somewhere\/bucket/],
-    [["--kv-disk-dir", join(file, "under-a-file")], /--kv-disk-dir .* cannot be written/],
-    [["--kv-disk-bytes", "1GiB"], /--kv-disk-bytes needs --kv-disk-dir/],
-    [["--engine", "mocker", "--kv-host-bytes", "1GiB"], /--kv-host-bytes is for --engine llamacpp/],
-  ];
-  for (const [args, message] of cases) {
-    const result = await startFails(args);
-    assert.equal(result.code, 1, `${args.join(" ")}: ${result.stderr}`);
-    assert.match(result.stderr, message, args.join(" "));
+  // One through the real process: the message reaches the terminal and the exit code is 1.
+  const result = await startFails(["--kv-disk-dir", join(file, "under-a-file")]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /--kv-disk-dir .* cannot be written/);
+  // The rest where the process gets them: parsing the flags, then starting the workers.
+  const runtime = createEmbeddedRuntime();
+  try {
+    assert.throws(() => resolveServeOptions(["--kv-host-bytes", "lots"], {}), /--kv-host-bytes .*must be a size in bytes/);
+    const cases: Array<[string[], RegExp]> = [
+      [["--kv-object-store", "ftp://somewhere/bucket"], /ftp:\/\/somewhere\/bucket/],
+      [["--kv-disk-bytes", "1GiB"], /--kv-disk-bytes needs --kv-disk-dir/],
+      [["--engine", "mocker", "--kv-host-bytes", "1GiB"], /--kv-host-bytes is for --engine llamacpp/],
+    ];
+    for (const [args, message] of cases) {
+      await assert.rejects(startWorkers(resolveServeOptions(args, {}), runtime, silentLogger), message, args.join(" "));
+    }
+  } finally {
+    await runtime.close();
   }
 });
