@@ -27,7 +27,13 @@ const profile = parseProfile(readFileSync(profilePath, "utf8"), profilePath);
 const SPEEDUP_RATIO = 0.2;
 const SLO = { sloTtftMs: 1000, sloItlMs: 80 };
 const MAX_WORKERS = 16;
-const common = { policy: "kv" as const, blockSize: 64, traceBlockSize: 512, seed: 1, timing: polynomialTimingModel(SPEEDUP_RATIO) };
+const common = {
+  policy: "kv" as const,
+  blockSize: 64,
+  traceBlockSize: 512,
+  seed: 1,
+  timing: polynomialTimingModel(SPEEDUP_RATIO),
+};
 
 /** Mean load of the whole trace, and the busiest minute's. */
 function loads(trace: readonly TraceRequest[]): { mean: IntervalLoad; peak: IntervalLoad } {
@@ -35,9 +41,15 @@ function loads(trace: readonly TraceRequest[]): { mean: IntervalLoad; peak: Inte
   const input = trace.reduce((a, r) => a + r.inputLength, 0) / trace.length;
   const output = trace.reduce((a, r) => a + r.outputLength, 0) / trace.length;
   const perMinute = new Map<number, number>();
-  for (const r of trace) perMinute.set(Math.floor(r.timestamp / 60_000), (perMinute.get(Math.floor(r.timestamp / 60_000)) ?? 0) + 1);
+  for (const r of trace)
+    perMinute.set(Math.floor(r.timestamp / 60_000), (perMinute.get(Math.floor(r.timestamp / 60_000)) ?? 0) + 1);
   const busiest = Math.max(...perMinute.values()) / 60;
-  const load = (rate: number): IntervalLoad => ({ requestsPerSecond: rate, meanInputTokens: input, meanOutputTokens: output, kvHitRate: 0 });
+  const load = (rate: number): IntervalLoad => ({
+    requestsPerSecond: rate,
+    meanInputTokens: input,
+    meanOutputTokens: output,
+    kvHitRate: 0,
+  });
   return { mean: load(trace.length / seconds), peak: load(busiest) };
 }
 
@@ -70,7 +82,11 @@ async function fixed(trace: readonly TraceRequest[], workers: number, name: stri
 }
 
 async function planned(trace: readonly TraceRequest[], options: PlannerOptions, start: number, name: string): Promise<Row> {
-  const planner = new ReplayPlanner(compilePlannerOptions({ ...SLO, maxWorkers: MAX_WORKERS, ...options }), { aggregated: start }, 30_000);
+  const planner = new ReplayPlanner(
+    compilePlannerOptions({ ...SLO, maxWorkers: MAX_WORKERS, ...options }),
+    { aggregated: start },
+    30_000,
+  );
   const r = await replay({
     ...common,
     trace,
@@ -91,7 +107,9 @@ async function planned(trace: readonly TraceRequest[], options: PlannerOptions, 
   };
 }
 
-console.log(`Planner comparison — ${machine()} — mocker (Dynamo's polynomial timing ×${1 / SPEEDUP_RATIO} slower), kv routing, SLA TTFT ${SLO.sloTtftMs} ms and ITL ${SLO.sloItlMs} ms, budget ${MAX_WORKERS} workers, new workers take 30 s\n`);
+console.log(
+  `Planner comparison — ${machine()} — mocker (Dynamo's polynomial timing ×${1 / SPEEDUP_RATIO} slower), kv routing, SLA TTFT ${SLO.sloTtftMs} ms and ITL ${SLO.sloItlMs} ms, budget ${MAX_WORKERS} workers, new workers take 30 s\n`,
+);
 for (const path of tracePaths) {
   const trace = await loadTrace(path);
   const { mean, peak } = loads(trace);
@@ -101,7 +119,12 @@ for (const path of tracePaths) {
   // engine's latency with no load, else no pool ever shrinks).
   const headroom = { scaleUpThreshold: 0.75, scaleDownThreshold: 0.6 };
   const rows: Row[] = [
-    await planned(trace, { mode: "sla", profile, predictor: "kalman", intervalSeconds: 60, ...headroom }, meanFleet, "SLA planner (kalman, 60 s; up at 0.75, down at 0.6 of the targets)"),
+    await planned(
+      trace,
+      { mode: "sla", profile, predictor: "kalman", intervalSeconds: 60, ...headroom },
+      meanFleet,
+      "SLA planner (kalman, 60 s; up at 0.75, down at 0.6 of the targets)",
+    ),
     await planned(trace, { mode: "load", ...headroom }, meanFleet, "load planner (up at 0.75, down at 0.6)"),
     await planned(trace, { mode: "load" }, meanFleet, "load planner (Dynamo's thresholds: up at 1.0, down at 0.8)"),
     await fixed(trace, meanFleet, `fixed, the profile's size for the mean (${meanFleet})`),
@@ -114,8 +137,12 @@ for (const path of tracePaths) {
     rows.push(enough);
   }
   const peakCost = enough.workerSeconds;
-  console.log(`\n${path.split("/").at(-1)}: ${trace.length} requests, mean ${mean.requestsPerSecond.toFixed(2)} req/s, busiest minute ${peak.requestsPerSecond.toFixed(2)} req/s, mean ${mean.meanInputTokens.toFixed(0)} in / ${mean.meanOutputTokens.toFixed(0)} out tokens\n`);
-  console.log("| fleet | SLA attainment | worker-seconds | of the smallest fixed fleet with ≥ 95% | most workers | TTFT p99 ms | ITL p99 ms | wall s |");
+  console.log(
+    `\n${path.split("/").at(-1)}: ${trace.length} requests, mean ${mean.requestsPerSecond.toFixed(2)} req/s, busiest minute ${peak.requestsPerSecond.toFixed(2)} req/s, mean ${mean.meanInputTokens.toFixed(0)} in / ${mean.meanOutputTokens.toFixed(0)} out tokens\n`,
+  );
+  console.log(
+    "| fleet | SLA attainment | worker-seconds | of the smallest fixed fleet with ≥ 95% | most workers | TTFT p99 ms | ITL p99 ms | wall s |",
+  );
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
   for (const r of rows) {
     console.log(
@@ -141,7 +168,12 @@ const planner = Planner.start({
   connector,
   logger: silentLogger,
   signals: {
-    takeInterval: () => ({ requestsPerSecond: 5 + Math.sin(tick++ / 10), meanInputTokens: 2000, meanOutputTokens: 200, kvHitRate: 0.3 }),
+    takeInterval: () => ({
+      requestsPerSecond: 5 + Math.sin(tick++ / 10),
+      meanInputTokens: 2000,
+      meanOutputTokens: 200,
+      kvHitRate: 0.3,
+    }),
     estimates: () => [{ ttftMs: 300 + 100 * Math.sin(tick / 7), itlMs: 30 }],
   },
 });
@@ -154,4 +186,6 @@ for (let i = 0; i < N; i++) await planner.throughputTick();
 const throughputUs = ((performance.now() - t) / N) * 1000;
 await planner.close();
 await connector.close();
-console.log(`\nPlanner cost per decision (mean of ${N}): load loop ${loadUs.toFixed(1)} µs, throughput loop (predict + size) ${throughputUs.toFixed(1)} µs`);
+console.log(
+  `\nPlanner cost per decision (mean of ${N}): load loop ${loadUs.toFixed(1)} µs, throughput loop (predict + size) ${throughputUs.toFixed(1)} µs`,
+);
