@@ -54,29 +54,37 @@ test("the load planner adds workers under a load its SLA cannot hold and drains 
     "1",
   ]);
   try {
-    const state = async () => (await (await fetch(`${server.url}/v1/planner`)).json()) as PlannerState;
-    let busy = true;
-    const load = (async () => {
-      while (busy) await Promise.all([complete(server.url, 4), complete(server.url, 4)]);
-    })();
-    const grown = await until("the pool grows to 3", state, (s) => s.pools.aggregated?.desired === 3);
-    assert.ok(grown.decisions.some((d) => d.action === "up" && d.applied));
-    const health = (await (await fetch(`${server.url}/health`)).json()) as { instances?: unknown[]; workers?: unknown[] };
-    assert.equal((health.instances ?? health.workers ?? []).length, 3, JSON.stringify(health));
-    busy = false;
-    await load;
-    // A long request keeps streaming while no request finishes: the planner reads the deployment
-    // as idle and drains workers, this one's included if it is picked; it must still complete.
-    const long = complete(server.url, 3000);
-    await until("the pool drains to 1", state, (s) => s.pools.aggregated?.desired === 1, 30_000);
-    assert.equal(await long, 3000);
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
-    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated"\} 1/);
-    assert.match(metrics, /armature_planner_decisions_total\{pool="aggregated",loop="load",action="down",applied="true"\} 2/);
+    await scaleUpAndDown(server.url);
+  } catch (error) {
+    // What the server printed says why, when it went away.
+    throw new Error(`${(error as Error).message}\n--- armature serve printed:\n${server.output()}`, { cause: error });
   } finally {
     assert.equal(await server.stop("SIGTERM"), 0, server.output());
   }
 });
+
+/** Loads the server until the planner grows it to 3 workers, then lets it drain back to 1. */
+async function scaleUpAndDown(url: string): Promise<void> {
+  const state = async () => (await (await fetch(`${url}/v1/planner`)).json()) as PlannerState;
+  let busy = true;
+  const load = (async () => {
+    while (busy) await Promise.all([complete(url, 4), complete(url, 4)]);
+  })();
+  const grown = await until("the pool grows to 3", state, (s) => s.pools.aggregated?.desired === 3);
+  assert.ok(grown.decisions.some((d) => d.action === "up" && d.applied));
+  const health = (await (await fetch(`${url}/health`)).json()) as { instances?: unknown[]; workers?: unknown[] };
+  assert.equal((health.instances ?? health.workers ?? []).length, 3, JSON.stringify(health));
+  busy = false;
+  await load;
+  // A long request keeps streaming while no request finishes: the planner reads the deployment
+  // as idle and drains workers, this one's included if it is picked; it must still complete.
+  const long = complete(url, 3000);
+  await until("the pool drains to 1", state, (s) => s.pools.aggregated?.desired === 1, 30_000);
+  assert.equal(await long, 3000);
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated"\} 1/);
+  assert.match(metrics, /armature_planner_decisions_total\{pool="aggregated",loop="load",action="down",applied="true"\} 2/);
+}
 
 test("without a planner GET /v1/planner is 404; planner flags without --planner and sla without a profile are refused", async () => {
   const server = await startServe(["--engine", "mocker"]);

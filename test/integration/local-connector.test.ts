@@ -108,10 +108,6 @@ test("scaling 1 → 3 → 1 mocker workers under streaming load: no request fail
     const caught = onRemoved.filter((o) => o.startedAt < scaledDownAt - 50 && o.endedAt > scaledDownAt);
     const late = onRemoved.filter((o) => o.startedAt >= scaledDownAt - 50);
     assert.ok(caught.length > 0, "some requests were in flight on the removed workers when they were told to stop");
-    assert.ok(
-      caught.some((o) => o.endedAt - scaledDownAt > 100),
-      "a removed worker kept streaming after it was told to stop",
-    );
     const metrics = await (await fetch(`${url}/metrics`)).text();
     const migrations = Number(/^armature_frontend_model_migration_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1] ?? 0);
     assert.ok(migrations <= late.length, `${migrations} requests moved, only ${late.length} could have met a stopping worker`);
