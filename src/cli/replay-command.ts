@@ -1,7 +1,7 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "../engines/index.js";
-import { type CompiledPlannerOptions, compilePlannerOptions, parseProfile } from "../planner/index.js";
+import { type CompiledPlannerOptions, compilePlannerOptions } from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import {
@@ -17,6 +17,7 @@ import {
   type TtftSeries,
   type WorkerSeries,
 } from "../sim/index.js";
+import { readProfile } from "./serve-options.js";
 import { plannerSizingFlags } from "./serve-settings.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
@@ -255,13 +256,7 @@ async function replayPlannerOptions(
     return undefined;
   }
   const profilePath = values.profile as string | undefined;
-  let profile: ReturnType<typeof parseProfile> | undefined;
-  if (profilePath) {
-    const text = await readFile(profilePath, "utf8").catch((cause: Error) => {
-      throw new ArmatureError("CONFIG_INVALID", `--profile ${profilePath} cannot be read: ${cause.message}`, { cause });
-    });
-    profile = parseProfile(text, profilePath);
-  }
+  const profile = profilePath ? readProfile(profilePath) : undefined;
   const num = (flag: string, min: number) => optional(flag, values[flag] as string | undefined, min);
   const given = {
     mode: mode as "load" | "sla",

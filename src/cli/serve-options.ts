@@ -277,7 +277,7 @@ function optionalNumber<K extends string>(key: K, value: number | undefined): { 
 }
 
 /** The worker profile of `--profile`, parsed; errors name the flag and the file. */
-function readProfile(path: string): WorkerProfile {
+export function readProfile(path: string): WorkerProfile {
   let text: string;
   try {
     text = readFileSync(path, "utf8");

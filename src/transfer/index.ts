@@ -18,6 +18,7 @@ export {
 } from "./object-store-url.js";
 export type { Region } from "./regions.js";
 export { S3ObjectStore, type S3ObjectStoreOptions } from "./s3-object-store.js";
+export { isProcessAlive } from "./shared-dir.js";
 export {
   checkTransferSecret,
   TransferAgent,

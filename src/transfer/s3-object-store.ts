@@ -279,7 +279,8 @@ async function probeConditionalPut(sdk: S3Sdk, client: S3Client, bucket: string)
   try {
     await put();
   } catch (error) {
-    if (statusOf(error) === 501) return false; // the header itself is not implemented
+    // 501 Not Implemented: the endpoint refuses the If-None-Match header outright.
+    if (statusOf(error) === 501) return false;
     throw error;
   }
   try {

@@ -31,14 +31,15 @@ export function sweepDeadSharedDirs(parent: string): string[] {
     } catch {
       continue; // Not an agent folder, or one being created now.
     }
-    if (!Number.isInteger(pid) || pid <= 0 || alive(pid)) continue;
+    if (!Number.isInteger(pid) || pid <= 0 || isProcessAlive(pid)) continue;
     rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
   }
   return removed;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (one owned by another user counts). */
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

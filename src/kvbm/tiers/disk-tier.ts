@@ -2,6 +2,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "nod
 import { join } from "node:path";
 import type { KvEvent } from "../../protocol/index.js";
 import { ArmatureError } from "../../protocol/index.js";
+import { isProcessAlive } from "../../transfer/index.js";
 import { BlockPool } from "../block-pool.js";
 import {
   BLOCK_RECORD_HEADER_BYTES,
@@ -227,20 +228,11 @@ async function readHeader(path: string): Promise<BlockRecordHeader | undefined> 
 async function takeLock(directory: string): Promise<void> {
   const path = join(directory, LOCK);
   const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10);
-  if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+  if (Number.isInteger(owner) && owner !== process.pid && isProcessAlive(owner)) {
     throw new ArmatureError(
       "CONFIG_INVALID",
       `--kv-disk-dir ${directory} is in use by process ${owner}; give each worker process its own --kv-disk-dir`,
     );
   }
   await writeFile(path, String(process.pid));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
