@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freePort } from "./nats-server.js";
 
 /** s3rver's fixed credentials. */
@@ -14,15 +14,18 @@ export interface S3rver {
   stop(): Promise<void>;
 }
 
-/** Starts s3rver in its own process on a free loopback port; `stop` ends it and removes its files. */
+/**
+ * Starts s3rver in its own process on a free loopback port, with whole-object writes as S3 has them
+ * (see s3rver-process.mjs); `stop` ends it and removes its files.
+ */
 export async function startS3rver(): Promise<S3rver> {
-  const bin = join(dirname(createRequire(import.meta.url).resolve("s3rver/package.json")), "bin", "s3rver.js");
+  const launcher = join(dirname(fileURLToPath(import.meta.url)), "s3rver-process.mjs");
   const directory = await mkdtemp(join(tmpdir(), "armature-s3rver-"));
   const port = await freePort();
   // s3rver's ListObjectsV2 continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider.
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--openssl-legacy-provider", bin, "-d", directory, "-a", "127.0.0.1", "-p", String(port), "--silent"],
+    ["--openssl-legacy-provider", launcher, directory, "127.0.0.1", String(port)],
     { stdio: "ignore" },
   );
   const endpoint = `http://127.0.0.1:${port}`;
