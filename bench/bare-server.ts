@@ -1,12 +1,14 @@
 // The baseline: a bare node:http server that answers every request with one fixed SSE body of
-// the same shape as armature's streamed completions. Prints its URL.
+// the same shape as armature's streamed completions with usage asked for (the load generator always
+// asks: it counts tokens from usage). Prints its URL.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
 const tokens = Number(process.argv[2] ?? 16);
 const chunk = (text: string, finish: string | null): string =>
   `data: ${JSON.stringify({ id: "cmpl-x", object: "text_completion", created: 0, model: "m", choices: [{ index: 0, text, logprobs: null, finish_reason: finish }] })}\n\n`;
-const body = `${Array.from({ length: tokens }, (_, i) => chunk(` t${i}`, null)).join("")}${chunk("", "length")}data: [DONE]\n\n`;
+const usage = `data: ${JSON.stringify({ id: "cmpl-x", object: "text_completion", created: 0, model: "m", choices: [], usage: { prompt_tokens: 1, completion_tokens: tokens, total_tokens: tokens + 1 } })}\n\n`;
+const body = `${Array.from({ length: tokens }, (_, i) => chunk(` t${i}`, null)).join("")}${chunk("", "length")}${usage}data: [DONE]\n\n`;
 
 const server = createServer((req, res) => {
   req.resume();

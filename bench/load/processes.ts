@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { LoadResult, LoadSpec } from "./http-load.js";
+import type { BenchOptions, BenchReport } from "../../src/bench/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -64,14 +64,14 @@ export function spawnFastMockerServe(extra: readonly string[] = []): Promise<Ser
   ]);
 }
 
-/** Runs the load generator in a child process. */
-export function loadInChild(spec: LoadSpec): Promise<LoadResult> {
+/** Runs `armature bench`'s load generator in a child process. */
+export function loadInChild(options: BenchOptions): Promise<BenchReport> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "bench/load/load-process.ts", JSON.stringify(spec)],
+      ["--import", "tsx", "bench/load/load-process.ts", JSON.stringify(options)],
       { cwd: ROOT, maxBuffer: 1 << 20 },
-      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as LoadResult)),
+      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as BenchReport)),
     );
   });
 }

@@ -5,7 +5,7 @@ import { loadTrace } from "../sim/index.js";
 
 export const BENCH_USAGE = `usage: armature bench --url http://127.0.0.1:8000 --model NAME
        (--concurrency N | --rate R | --trace FILE.jsonl [--speedup X] [--limit N])
-       [--requests N] [--input-tokens N] [--output-tokens N] [--vocab-size N]
+       [--requests N] [--duration SECONDS] [--input-tokens N] [--output-tokens N] [--vocab-size N]
        [--slo-ttft MS] [--slo-itl MS] [--seed N] [--json]`;
 
 /** `armature bench`: load against any OpenAI-compatible URL; TTFT, ITL, throughput, goodput. */
@@ -20,7 +20,8 @@ export async function benchCommand(argv: readonly string[], out: (t: string) => 
       trace: { type: "string" },
       speedup: { type: "string", default: "1" },
       limit: { type: "string" },
-      requests: { type: "string", default: "100" },
+      requests: { type: "string" },
+      duration: { type: "string" },
       "input-tokens": { type: "string", default: "128" },
       "output-tokens": { type: "string", default: "32" },
       "vocab-size": { type: "string", default: "256" },
@@ -41,9 +42,19 @@ export async function benchCommand(argv: readonly string[], out: (t: string) => 
   const modes = [values.concurrency, values.rate, values.trace].filter((v) => v !== undefined);
   if (modes.length !== 1)
     throw new ArmatureError("CONFIG_INVALID", `give exactly one of --concurrency, --rate, --trace\n${BENCH_USAGE}`);
-  const requests = num("requests", values.requests);
+  if (values.duration !== undefined && !values.concurrency) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--duration goes with --concurrency (a closed loop for a fixed time)\n${BENCH_USAGE}`,
+    );
+  }
+  const durationMs = values.duration === undefined ? undefined : num("duration", values.duration) * 1000;
+  // With --duration, --requests is a cap that defaults to none; otherwise it defaults to 100.
+  const requests =
+    values.requests !== undefined ? num("requests", values.requests) : durationMs === undefined ? 100 : Number.MAX_SAFE_INTEGER;
   let mode: LoadMode;
-  if (values.concurrency) mode = { kind: "concurrency", concurrency: num("concurrency", values.concurrency), requests };
+  if (values.concurrency)
+    mode = { kind: "concurrency", concurrency: num("concurrency", values.concurrency), requests, durationMs };
   else if (values.rate) mode = { kind: "rate", requestsPerSecond: num("rate", values.rate), requests };
   else {
     let trace = await loadTrace(values.trace as string);
@@ -74,12 +85,14 @@ export async function benchCommand(argv: readonly string[], out: (t: string) => 
   }
   const f = (s: { mean: number; p50: number; p99: number }) => `${s.mean.toFixed(1)} / ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)}`;
   out(
-    "| requests | completed | failed | hit rate | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s |\n",
+    "| requests | completed | failed | req/s | hit rate | TTFT mean / p50 / p99 ms | ITL mean / p50 / p99 ms | output tok/s | goodput req/s |\n",
   );
-  out("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  out("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   out(
-    `| ${report.requests} | ${report.completed} | ${report.failed} | ${(100 * report.hit_rate).toFixed(1)}% | ${f(report.ttft_ms)} | ${f(report.itl_ms)} | ${report.throughput_tok_s.toFixed(0)} | ${report.goodput_rps.toFixed(2)} |\n`,
+    `| ${report.requests} | ${report.completed} | ${report.failed} | ${report.requests_per_s.toFixed(1)} | ${(100 * report.hit_rate).toFixed(1)}% | ${f(report.ttft_ms)} | ${f(report.itl_ms)} | ${report.throughput_tok_s.toFixed(0)} | ${report.goodput_rps.toFixed(2)} |\n`,
   );
+  if (report.without_usage > 0)
+    out(`note: ${report.without_usage} streams had no usage; their tokens are counted from text chunks\n`);
   for (const e of report.errors) out(`error: ${e}\n`);
   return report.failed > 0 ? 1 : 0;
 }
