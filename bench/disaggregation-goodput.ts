@@ -2,8 +2,8 @@
 // time), across a load sweep: requests per second that meet both a TTFT and an ITL target.
 // Usage: node --import tsx bench/disaggregation-goodput.ts [requests] [chart.svg]
 import { writeFile } from "node:fs/promises";
+import { renderLineChart } from "../src/charts/index.js";
 import { loadTrace, type ReplayOptions, type ReplayResult, replay } from "../src/sim/index.js";
-import { renderLineChart } from "./load/line-chart.js";
 import { machine } from "./load/processes.js";
 
 const limit = Number(process.argv[2] ?? 2000);

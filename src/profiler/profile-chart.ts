@@ -1,3 +1,4 @@
+import { escapeXml, legendEntry, seriesColor, svgHeader } from "../charts/index.js";
 import type { ProfileDocument } from "./profile-document.js";
 
 /** One line of a panel: its legend and its points, x ascending. */
@@ -15,8 +16,7 @@ interface Panel {
   readonly series: readonly ChartSeries[];
 }
 
-// The palette, size and fonts of the replay's TTFT chart (src/sim/ttft-chart.ts), so charts look alike.
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+// The size of the replay's TTFT chart (src/sim/ttft-chart.ts), two panels wide, so charts look alike.
 const PANEL_WIDTH = 480;
 const W = 2 * PANEL_WIDTH;
 const H = 420;
@@ -43,9 +43,7 @@ export function renderProfileChart(profile: ProfileDocument, title: string): str
       .map((p) => [p.concurrency, p.itlMs] as const),
   }));
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
+    ...svgHeader(W, H, title),
     ...renderPanel({
       left: 0,
       title: "prefill",
@@ -99,12 +97,11 @@ function renderPanel(panel: Panel): string[] {
     `<text x="${yLabelX}" y="${H / 2}" transform="rotate(-90 ${yLabelX} ${H / 2})" text-anchor="middle">${escapeXml(panel.yLabel)}</text>`,
   );
   panel.series.forEach((series, i) => {
-    const color = COLORS[i % COLORS.length];
+    const color = seriesColor(i);
     const points = series.points.map(([x, y]) => `${f(px(x))},${f(py(y))}`);
     parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(" ")}"/>`);
     for (const [x, y] of series.points) parts.push(`<circle cx="${f(px(x))}" cy="${f(py(y))}" r="3" fill="${color}"/>`);
-    parts.push(`<rect x="${plotLeft + 12}" y="${M.top + 8 + i * 18}" width="14" height="4" fill="${color}"/>`);
-    parts.push(`<text x="${plotLeft + 32}" y="${M.top + 14 + i * 18}">${escapeXml(series.name)}</text>`);
+    parts.push(...legendEntry(plotLeft, M.top, i, color, series.name));
   });
   return parts;
 }
@@ -119,8 +116,4 @@ function niceCeiling(value: number): number {
 
 function formatTick(value: number): string {
   return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(3)));
-}
-
-function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }

@@ -1,10 +1,10 @@
+import { legendEntry, seriesColor, svgHeader } from "../charts/index.js";
 /** One run's live workers over time: [seconds, workers] at each change. */
 export interface WorkerSeries {
   readonly name: string;
   readonly points: ReadonlyArray<readonly [number, number]>;
 }
 
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"];
 const LOAD_COLOR = "#999";
 const W = 720;
 const H = 420;
@@ -32,11 +32,7 @@ export function renderPlannerChart(
   const maxRate = Math.max(1e-9, ...rates);
   const px = (s: number): number => M.left + (Math.min(s, endSeconds) / Math.max(endSeconds, 1e-9)) * (W - M.left - M.right);
   const py = (share: number): number => H - M.bottom - share * (H - M.top - M.bottom);
-  const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
-  ];
+  const parts: string[] = [...svgHeader(W, H, title)];
   for (let k = 0; k <= 4; k++) {
     const share = k / 4;
     parts.push(`<line x1="${M.left}" y1="${py(share)}" x2="${W - M.right}" y2="${py(share)}" stroke="#eee"/>`);
@@ -66,18 +62,12 @@ export function renderPlannerChart(
       last = n;
     }
     if (last !== undefined) points.push(`${px(endSeconds).toFixed(1)},${py(last / maxWorkers).toFixed(1)}`);
-    const color = COLORS[i % COLORS.length];
+    const color = seriesColor(i);
     parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(" ")}"/>`);
-    parts.push(`<rect x="${M.left + 12}" y="${M.top + 8 + i * 18}" width="14" height="4" fill="${color}"/>`);
-    parts.push(`<text x="${M.left + 32}" y="${M.top + 14 + i * 18}">${escapeXml(s.name)}</text>`);
+    parts.push(...legendEntry(M.left, M.top, i, color, s.name));
   });
   const legend = series.length;
-  parts.push(`<rect x="${M.left + 12}" y="${M.top + 8 + legend * 18}" width="14" height="4" fill="${LOAD_COLOR}"/>`);
-  parts.push(`<text x="${M.left + 32}" y="${M.top + 14 + legend * 18}">arrivals per second (30 s bins)</text>`);
+  parts.push(...legendEntry(M.left, M.top, legend, LOAD_COLOR, "arrivals per second (30 s bins)"));
   parts.push("</svg>");
   return parts.join("\n");
-}
-
-function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

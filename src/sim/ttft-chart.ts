@@ -1,10 +1,11 @@
+import { legendEntry, seriesColor, svgHeader } from "../charts/index.js";
+
 /** One policy's TTFT samples, in milliseconds. */
 export interface TtftSeries {
   readonly name: string;
   readonly ttftMs: readonly number[];
 }
 
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"];
 const W = 720;
 const H = 420;
 const M = { left: 64, right: 24, top: 40, bottom: 56 };
@@ -21,11 +22,7 @@ export function renderTtftChart(series: readonly TtftSeries[], title: string): s
   const x1 = Math.ceil(Math.log10(hi));
   const px = (ms: number): number => M.left + ((Math.log10(Math.max(ms, 10 ** x0)) - x0) / (x1 - x0)) * (W - M.left - M.right);
   const py = (share: number): number => H - M.bottom - share * (H - M.top - M.bottom);
-  const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
-  ];
+  const parts: string[] = [...svgHeader(W, H, title)];
   for (let e = x0; e <= x1; e++) {
     const x = px(10 ** e);
     parts.push(`<line x1="${x}" y1="${py(0)}" x2="${x}" y2="${py(1)}" stroke="#ddd"/>`);
@@ -44,15 +41,10 @@ export function renderTtftChart(series: readonly TtftSeries[], title: string): s
     for (let k = 0; k < sorted.length; k += step)
       points.push(`${px(sorted[k] as number).toFixed(1)},${py((k + 1) / sorted.length).toFixed(1)}`);
     if (sorted.length > 0) points.push(`${px(sorted.at(-1) as number).toFixed(1)},${py(1).toFixed(1)}`);
-    const color = COLORS[i % COLORS.length];
+    const color = seriesColor(i);
     parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(" ")}"/>`);
-    parts.push(`<rect x="${M.left + 12}" y="${M.top + 8 + i * 18}" width="14" height="4" fill="${color}"/>`);
-    parts.push(`<text x="${M.left + 32}" y="${M.top + 14 + i * 18}">${escapeXml(s.name)}</text>`);
+    parts.push(...legendEntry(M.left, M.top, i, color, s.name));
   });
   parts.push("</svg>");
   return parts.join("\n");
-}
-
-function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

@@ -1,10 +1,11 @@
+import { escapeXml, seriesColor, svgHeader } from "./svg-parts.js";
+
 /** One line of a chart: y values at the chart's x values. */
 export interface LineSeries {
   readonly name: string;
   readonly y: readonly number[];
 }
 
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"];
 const W = 760;
 const H = 440;
 const M = { left: 64, right: 230, top: 40, bottom: 56 };
@@ -21,9 +22,7 @@ export function renderLineChart(
   const px = (v: number): number => M.left + (v / xMax) * (W - M.left - M.right);
   const py = (v: number): number => H - M.bottom - (v / yMax) * (H - M.top - M.bottom);
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${(W - M.right + M.left) / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
+    ...svgHeader(W, H, title, (W - M.right + M.left) / 2),
     `<line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}" stroke="#333"/>`,
     `<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}" stroke="#333"/>`,
     `<text x="${(W - M.right + M.left) / 2}" y="${H - 16}" text-anchor="middle">${escapeXml(labels.x)}</text>`,
@@ -38,7 +37,7 @@ export function renderLineChart(
     parts.push(`<text x="${M.left - 6}" y="${py(v) + 4}" text-anchor="end">${v.toFixed(v < 10 ? 2 : 0)}</text>`);
   }
   series.forEach((s, i) => {
-    const color = COLORS[i % COLORS.length];
+    const color = seriesColor(i);
     const points = s.y.map((v, k) => `${px(x[k] as number)},${py(v)}`).join(" ");
     parts.push(`<polyline points="${points}" fill="none" stroke="${color}" stroke-width="2"/>`);
     for (const [k, v] of s.y.entries()) parts.push(`<circle cx="${px(x[k] as number)}" cy="${py(v)}" r="3" fill="${color}"/>`);
@@ -50,8 +49,4 @@ export function renderLineChart(
   });
   parts.push("</svg>");
   return parts.join("\n");
-}
-
-function escapeXml(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
