@@ -1,0 +1,64 @@
+import { ArmatureError, type ModelCard, type ResponseConstraint } from "../../protocol/index.js";
+import { newToolCallId } from "./call-ids.js";
+import { ConstrainedCallStream } from "./constrained-stream.js";
+import { ParsedCallStream } from "./parsed-stream.js";
+import { inferToolCallParser, toolCallParser } from "./parsers.js";
+import type { ChatDeltaShaper } from "./stream-types.js";
+import { readConstrainedCalls, toolCallConstraint } from "./tool-constraint.js";
+import type { ChatToolCall, ToolCallParser, ToolCallParserName, ToolRequest } from "./types.js";
+
+/** How one chat request's answer becomes content and tool calls. */
+export type ToolCallPlan =
+  /** No tools, `tool_choice: "none"`, or `auto` with no parser known: the answer is content. */
+  | { readonly mode: "text" }
+  /** `auto`: the parser finds calls in the answer. */
+  | { readonly mode: "parse"; readonly parser: ToolCallParser }
+  /** `required` or a named function: the grammar makes the whole answer calls. */
+  | { readonly mode: "constrained"; readonly constraint: ResponseConstraint };
+
+/**
+ * Decides how a request's tools are served on `card`'s model: `required` and named functions by
+ * constrained decoding (refused, naming `tool_choice`, on an engine without grammars: the mocker),
+ * `auto` by `--tool-call-parser` or else the parser the chat template points to.
+ */
+export function planToolCalls(
+  tools: ToolRequest | undefined,
+  card: ModelCard,
+  parserName: ToolCallParserName | undefined,
+): ToolCallPlan {
+  if (!tools || tools.choice.type === "none") return { mode: "text" };
+  const constraint = toolCallConstraint(tools);
+  if (constraint) {
+    if (card.engine === "mocker") {
+      throw new ArmatureError(
+        "NOT_SUPPORTED",
+        `'tool_choice' ${tools.choice.type === "required" ? '"required"' : "naming a function"} needs constrained decoding, which the mocker engine does not do; use "auto" or "none", or serve with --engine llamacpp`,
+        { param: "tool_choice" },
+      );
+    }
+    return { mode: "constrained", constraint };
+  }
+  const parser = parserName ? toolCallParser(parserName) : inferToolCallParser(card.chatTemplate);
+  return parser ? { mode: "parse", parser } : { mode: "text" };
+}
+
+/** A whole (non-streamed) answer as the message's `content` and `tool_calls`. */
+export function answerWithToolCalls(plan: ToolCallPlan, text: string): { content: string | null; toolCalls: ChatToolCall[] } {
+  if (plan.mode === "text") return { content: text, toolCalls: [] };
+  const parsed =
+    plan.mode === "parse"
+      ? plan.parser.parse(text)
+      : ((calls) => (calls ? { content: null, calls } : undefined))(readConstrainedCalls(text));
+  // A constrained answer cut short (max_tokens) is no call: the client sees the text it got.
+  if (!parsed || parsed.calls.length === 0) return { content: text, toolCalls: [] };
+  return {
+    content: parsed.content,
+    toolCalls: parsed.calls.map((call) => ({ id: newToolCallId(), type: "function", function: { ...call } })),
+  };
+}
+
+/** The stream shaper for `plan`; undefined when the answer is plain content. */
+export function toolCallStream(plan: ToolCallPlan): ChatDeltaShaper | undefined {
+  if (plan.mode === "text") return undefined;
+  return plan.mode === "parse" ? new ParsedCallStream(plan.parser) : new ConstrainedCallStream();
+}
