@@ -19,6 +19,8 @@ export type GenerationEvent =
   | {
       readonly type: "end";
       readonly finishReason: "stop" | "length";
+      /** The stop string that ended the text, when one did (Anthropic's `stop_sequence`). */
+      readonly stopSequence?: string | undefined;
       readonly usage: Usage;
       /** Of the cached tokens, those the worker copied back from its host tier (absent: none). */
       readonly hostCachedTokens?: number | undefined;
@@ -184,5 +186,6 @@ async function* textEvents(
       prompt_tokens_details: { cached_tokens: cached },
     },
     ...(hostCached ? { hostCachedTokens: hostCached } : {}),
+    ...(stops.found === undefined ? {} : { stopSequence: stops.found }),
   };
 }

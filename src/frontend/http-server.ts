@@ -14,6 +14,7 @@ import { sendJson } from "./http-io.js";
 import { ModelPipelines } from "./model-pipelines.js";
 import { handleCompletions } from "./routes/completions-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
+import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
 
 export interface FrontendOptions {
@@ -151,7 +152,10 @@ export class Frontend {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
     const access = this.#o.access?.check(req, res, path);
-    if (access?.kind === "denied") return sendAccessDenial(req, res, access.denial, headers);
+    if (access?.kind === "denied") {
+      if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
+      return sendAccessDenial(req, res, access.denial, headers);
+    }
     const grant = access?.kind === "granted" ? access.grant : undefined;
     const deps = {
       router: this.#o.router,
@@ -174,6 +178,10 @@ export class Frontend {
         return handleCompletions("chat", req, res, requestId, deps);
       case "POST /v1/completions":
         return handleCompletions("text", req, res, requestId, deps);
+      case "POST /v1/messages":
+        return handleMessages(req, res, requestId, deps);
+      case "POST /v1/messages/count_tokens":
+        return handleCountTokens(req, res, requestId, deps);
       case "POST /tokenize":
         return handleTokenize(req, res, requestId, deps);
       case "POST /detokenize":
@@ -208,6 +216,7 @@ export class Frontend {
           [
             "/v1/chat/completions",
             "/v1/completions",
+            ...ANTHROPIC_PATHS,
             "/v1/models",
             "/v1/planner",
             "/health",

@@ -25,6 +25,16 @@ export class SseWriter {
     await this.#write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
   }
 
+  /** Sends one named event (`event: <name>` then `data: <json>`), as Anthropic's and the Responses streams do. */
+  async sendEvent(name: string, data: unknown): Promise<void> {
+    await this.#write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Ends the response without `[DONE]` (streams of named events end when their last event is sent). */
+  end(): void {
+    if (!this.closed) this.#res.end();
+  }
+
   /** Sends `data: [DONE]` and ends the response. */
   async done(): Promise<void> {
     if (this.closed) return;

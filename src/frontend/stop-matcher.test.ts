@@ -22,6 +22,15 @@ test("held text that turns out not to be a stop string is released", () => {
 test("the earliest of several stop strings wins", () => {
   const m = new StopMatcher(["world", "lo"]);
   assert.deepEqual(m.push("hello world"), { text: "hel", stopped: true });
+  assert.equal(m.found, "lo");
+});
+
+test("found names the stop string that ended the text, and nothing before one has", () => {
+  const m = new StopMatcher(["END", "STOP"]);
+  assert.deepEqual(m.push("one ST"), { text: "one ", stopped: false });
+  assert.equal(m.found, undefined);
+  assert.deepEqual(m.push("OP END"), { text: "", stopped: true });
+  assert.equal(m.found, "STOP");
 });
 
 test("multi-byte characters split across tokens come out whole", () => {

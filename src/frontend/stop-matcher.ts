@@ -18,6 +18,7 @@ interface Stop {
 export class StopMatcher {
   readonly #stops: Stop[];
   #held = "";
+  #found: string | undefined;
 
   constructor(stops: readonly string[]) {
     this.#stops = stops.filter((s) => s.length > 0).map((text) => ({ text, fail: failureTable(text), matched: 0 }));
@@ -43,6 +44,11 @@ export class StopMatcher {
     return { text: buffer.slice(0, buffer.length - keep), stopped: false };
   }
 
+  /** The stop string that ended the text (the earliest in it), once one has. */
+  get found(): string | undefined {
+    return this.#found;
+  }
+
   /** The held-back text, at the end of the stream. */
   flush(): string {
     const rest = this.#held;
@@ -55,7 +61,10 @@ export class StopMatcher {
     let first = buffer.length;
     for (const stop of this.#stops) {
       const at = buffer.indexOf(stop.text);
-      if (at >= 0 && at < first) first = at;
+      if (at >= 0 && at < first) {
+        first = at;
+        this.#found = stop.text;
+      }
     }
     this.#held = "";
     return { text: buffer.slice(0, first), stopped: true };

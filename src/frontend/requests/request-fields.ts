@@ -13,14 +13,18 @@ export type FieldRule =
   | { readonly status: "accepted"; readonly why: string }
   | { readonly status: "refused"; readonly noOp: (value: unknown) => boolean; readonly noOpText: string };
 
-const honoured: FieldRule = { status: "honoured" };
-const accepted = (why: string): FieldRule => ({ status: "accepted", why });
-const refusedUnless = (noOpText: string, noOp: (value: unknown) => boolean): FieldRule => ({ status: "refused", noOp, noOpText });
+export const honoured: FieldRule = { status: "honoured" };
+export const accepted = (why: string): FieldRule => ({ status: "accepted", why });
+export const refusedUnless = (noOpText: string, noOp: (value: unknown) => boolean): FieldRule => ({
+  status: "refused",
+  noOp,
+  noOpText,
+});
 
-const absent = (v: unknown): boolean => v === undefined || v === null;
-const isFalse = (v: unknown): boolean => absent(v) || v === false;
-const emptyList = (v: unknown): boolean => absent(v) || (Array.isArray(v) && v.length === 0);
-const emptyObject = (v: unknown): boolean =>
+export const absent = (v: unknown): boolean => v === undefined || v === null;
+export const isFalse = (v: unknown): boolean => absent(v) || v === false;
+export const emptyList = (v: unknown): boolean => absent(v) || (Array.isArray(v) && v.length === 0);
+export const emptyObject = (v: unknown): boolean =>
   absent(v) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 
 /** Fields of both completion routes: armature's sampling extensions (vLLM's names) and Dynamo's `nvext`. */

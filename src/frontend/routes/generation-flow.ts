@@ -1,0 +1,154 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../observability/index.js";
+import { ArmatureError } from "../../protocol/index.js";
+import type { RequestOutcome, RequestTimer } from "../frontend-metrics.js";
+import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
+import { type HttpError, toHttpError } from "../http-errors.js";
+import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
+import type { ModelPipeline } from "../model-pipelines.js";
+import type { CommonParams } from "../requests/common-params.js";
+import type { CompletionsRouteDeps } from "./completions-route.js";
+
+/** What a generating route needs from the server: the same as the completion routes. */
+export type GenerationRouteDeps = CompletionsRouteDeps;
+
+/** Where a route writes its answer. */
+export interface Reply {
+  readonly res: ServerResponse;
+  /** `x-request-id` and the `x-armature-*` routing headers. */
+  readonly headers: Record<string, string>;
+  readonly requestId: string;
+  readonly log: Logger;
+}
+
+/**
+ * One API's side of a generating route (Anthropic's Messages, OpenAI's Responses): how it reads
+ * a body, renders its prompt, answers and reports errors. The flow around it (deadline, client
+ * disconnect, API-key model check and usage, metrics, routing) is `serveGeneration`'s.
+ */
+export interface GenerationApi<Request extends { readonly params: CommonParams }> {
+  readonly endpoint: RequestOutcome["endpoint"];
+  /** Validates the body; throws a 400 naming the field. */
+  parse(raw: unknown): Request;
+  /** The prompt's tokens (through the model's chat template). */
+  promptTokens(request: Request, pipeline: ModelPipeline): number[];
+  /** Sends the whole answer or streams it; resolves with the end, or undefined when cut short. */
+  respond(request: Request, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined>;
+  /** The API's error body for a refusal or a failure before any output. */
+  errorBody(http: HttpError, requestId: string): unknown;
+  /** Ends a stream that has begun with the API's error event. */
+  endStreamWithError(res: ServerResponse, http: HttpError, requestId: string): void;
+}
+
+/** How long a response past its deadline may take to send its error before the connection is closed. */
+const DEADLINE_GRACE_MS = 5000;
+
+/**
+ * Serves one generating request: reads and parses the body, checks the API key's models, routes
+ * the prompt to a worker and lets `api` answer; a client that disconnects, or the server's
+ * deadline, cancels the generation on the worker. Metrics and the key's usage are recorded as
+ * the completion routes record them.
+ */
+export async function serveGeneration<Request extends { readonly params: CommonParams }>(
+  api: GenerationApi<Request>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  deps: GenerationRouteDeps,
+): Promise<void> {
+  const endpoint = api.endpoint;
+  const log = deps.logger.child({ requestId, endpoint });
+  const baseHeaders: Record<string, string> = { "x-request-id": requestId };
+  let timer: RequestTimer | undefined;
+  let stream = false;
+  const controller = new AbortController();
+  const arrivedAt = performance.now();
+  const timeoutMs = deps.requestTimeoutMs;
+  const deadline =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          controller.abort(
+            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
+          );
+          log.warn({ timeoutMs }, "request timed out; generation cancelled");
+          setTimeout(() => {
+            if (!res.writableFinished) res.destroy();
+          }, DEADLINE_GRACE_MS).unref();
+        }, timeoutMs);
+  res.on("close", () => {
+    clearTimeout(deadline);
+    if (!res.writableFinished) {
+      controller.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
+      deps.metrics.disconnected.inc();
+      log.info("client disconnected; generation cancelled");
+    }
+  });
+  try {
+    const request = api.parse(await readJsonBody(req, deps.bodyLimitBytes));
+    const { params } = request;
+    deps.access?.checkModel(params.model);
+    stream = params.stream;
+    const pipeline = await deps.pipelines.get(params.model);
+    timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
+    const tokenIds = api.promptTokens(request, pipeline);
+    const generation = await startGeneration(deps.router, {
+      pipeline,
+      tokenIds,
+      params,
+      signal: controller.signal,
+      timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
+      observer: timer,
+      migrationLimit: deps.migrationLimit,
+      onMigrate: (from, to, generated) => {
+        deps.metrics.migrations.inc({ model: params.model });
+        log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
+      },
+    });
+    const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
+    if (generation.prefillWorkerId) headers["x-armature-prefill-worker"] = generation.prefillWorkerId;
+    if (generation.overlapBlocks !== undefined) {
+      headers["x-armature-overlap-blocks"] = String(generation.overlapBlocks);
+      deps.metrics.observeKvHit(params.model, (generation.overlapBlocks * pipeline.card.blockSize) / tokenIds.length);
+    }
+    log.debug({ model: params.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
+    const end = await api.respond(request, generation, { res, headers, requestId, log });
+    // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
+    if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
+    const usage = end?.usage;
+    // A response cut short has no usage: its prompt was still processed, so it is charged.
+    deps.access?.recordUsage(usage?.prompt_tokens ?? tokenIds.length, usage?.completion_tokens ?? 0);
+    timer.finish({
+      endpoint,
+      requestType: stream ? "stream" : "unary",
+      status: usage ? "success" : "error",
+      errorType: usage ? undefined : controller.signal.aborted ? "cancelled" : "internal",
+      inputTokens: tokenIds.length,
+      outputTokens: usage?.completion_tokens,
+      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+      hostCachedTokens: end?.hostCachedTokens,
+    });
+  } catch (error) {
+    const http = toHttpError(error);
+    if (http.status >= 500) log.error({ err: error }, "request failed");
+    else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
+    (timer ?? deps.metrics.startRequest("unknown")).finish({
+      endpoint,
+      requestType: stream ? "stream" : "unary",
+      status: "error",
+      errorType: http.errorType,
+    });
+    if (!res.headersSent && !res.destroyed) {
+      sendJson(res, http.status, api.errorBody(http, requestId), baseHeaders);
+      if (http.status === 413) lingerThenClose(req);
+    } else if (stream && !res.writableEnded && !res.destroyed) {
+      api.endStreamWithError(res, http, requestId);
+    }
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof ArmatureError && reason.code === "REQUEST_TIMEOUT";
+}
