@@ -3,6 +3,7 @@ import { createLogger, type Logger } from "../observability/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import { ActiveLoad, ApproximateIndex, KvIndexer, kvPolicy, serveRouteQueries, WorkerSet } from "../router/index.js";
 import { connectDistributedRuntime, type Runtime, redactUrl } from "../runtime/index.js";
+import { isFrontendProcess, reportListeningThenAwaitDrain, superviseFrontendProcesses } from "./frontend-processes.js";
 import { invalidMessageLogger } from "./process-guards.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
@@ -45,18 +46,30 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
   return 0;
 }
 
-/** `armature frontend`: the OpenAI HTTP API and the router, finding workers in etcd. */
+/**
+ * `armature frontend`: the OpenAI HTTP API and the router, finding workers in etcd. With
+ * `--frontend-processes N` this process supervises N such processes sharing the port.
+ */
 export async function frontendCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
+  if (options.frontendProcesses > 1 && !isFrontendProcess()) {
+    return superviseFrontendProcesses(options.frontendProcesses, out, logger);
+  }
   const runtime = await connect(options, logger);
   const cards = await waitForWorkers(runtime, logger);
-  const stack = await startFrontend(options, runtime, logger, cards, `frontend-${randomUUID().slice(0, 8)}`);
-  out(`armature frontend (${cards.length} worker${cards.length === 1 ? "" : "s"} found) at ${stack.frontend.url}/v1\n`);
-  await untilSignal(logger);
+  const frontendId = `frontend-${randomUUID().slice(0, 8)}`;
+  const stack = await startFrontend(options, runtime, logger, cards, frontendId);
+  if (isFrontendProcess()) {
+    await reportListeningThenAwaitDrain(stack.frontend.url, frontendId);
+  } else {
+    out(`armature frontend (${cards.length} worker${cards.length === 1 ? "" : "s"} found) at ${stack.frontend.url}/v1\n`);
+    await untilSignal(logger);
+  }
   await stack.close();
   await runtime.close();
-  out("armature frontend stopped\n");
+  if (isFrontendProcess()) process.disconnect();
+  else out("armature frontend stopped\n");
   return 0;
 }
 

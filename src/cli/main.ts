@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
-import { isArmatureError } from "../protocol/index.js";
+import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { BENCH_USAGE, benchCommand } from "./bench-command.js";
 import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
@@ -101,6 +101,12 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 async function serve(argv: readonly string[]): Promise<number> {
   const options = resolveServeOptions(argv);
+  if (options.frontendProcesses > 1) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "--frontend-processes is for armature frontend: armature serve keeps its workers in its one process; run the workers with armature worker (or armature up) and the frontends with armature frontend --frontend-processes N on --bus and --discovery",
+    );
+  }
   const logger = createLogger({ level: options.logLevel });
   const deployment = await startEmbeddedDeployment(options, logger);
   process.stdout.write(

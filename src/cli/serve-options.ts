@@ -32,6 +32,8 @@ export interface ServeOptions {
   readonly model: string | undefined;
   readonly modelName: string | undefined;
   readonly workers: number;
+  /** `armature frontend`: HTTP processes sharing the port (node:cluster), each with a router replica. */
+  readonly frontendProcesses: number;
   readonly blockSize: number | undefined;
   /** Absent: `kv` when the workers publish KV events, else round-robin. */
   readonly router: RouterName | undefined;
@@ -215,6 +217,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     model: str("model"),
     modelName: str("model-name"),
     workers: num("workers", true, 1) ?? 1,
+    frontendProcesses: num("frontend-processes", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),
     router: str("router") as RouterName | undefined,
     speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,

@@ -91,6 +91,11 @@ export const serveSettings: Record<string, Setting> = {
   model: { type: "string", env: "ARMATURE_MODEL", help: "path of a GGUF model (default: the generated tiny model)" },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
+  "frontend-processes": {
+    type: "integer",
+    env: "ARMATURE_FRONTEND_PROCESSES",
+    help: "armature frontend: HTTP processes sharing the port, each with its own router replica (default 1)",
+  },
   "block-size": { type: "integer", env: "ARMATURE_BLOCK_SIZE", help: "tokens per KV block (default 16 llamacpp, 64 mocker)" },
   router: {
     type: "string",

@@ -150,6 +150,7 @@ export async function startFrontend(
       requestTimeoutMs: options.requestTimeoutMs,
       access: apiAccess?.access,
       tls,
+      instanceId: routerId,
       ...hooks,
     });
   } catch (error) {

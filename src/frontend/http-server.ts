@@ -40,6 +40,8 @@ export interface FrontendOptions {
   readonly tls?: TlsOptions | undefined;
   /** The planner's state for `GET /v1/planner`, when a planner sizes this deployment. */
   readonly plannerState?: (() => unknown) | undefined;
+  /** Names this frontend in every response (`x-armature-frontend`), e.g. one of several processes on a port. */
+  readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
 }
@@ -151,6 +153,7 @@ export class Frontend {
     const headers = { "x-request-id": requestId };
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
+    if (this.#o.instanceId) res.setHeader("x-armature-frontend", this.#o.instanceId);
     const access = this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
       if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
