@@ -2,10 +2,11 @@
 // directly, same GGUF, same prompt, greedy, one thread, EOS ignored. Runs alternate, median of 3.
 // Usage: npm run bench:llamacpp
 import { mkdtemp, writeFile } from "node:fs/promises";
-import { request } from "node:http";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { streamCompletion } from "../src/bench/index.js";
 import { buildTinyModel } from "../src/engines/index.js";
 import { machine, spawnServer } from "./load/processes.js";
 
@@ -16,6 +17,7 @@ const models = {
   "small (d256, 6 layers, ff1024, 5M params)": { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 },
 };
 const prompt = Array.from({ length: 32 }, (_, i) => 65 + (i % 26));
+const agent = new Agent({ keepAlive: true });
 
 async function direct(path: string): Promise<number> {
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: 1, logLevel: LlamaLogLevel.error });
@@ -34,38 +36,17 @@ async function direct(path: string): Promise<number> {
   return rate;
 }
 
-/** Streams one completion over node:http with the least client work: count events, nothing more. */
-function throughArmature(url: string): Promise<number> {
-  const body = JSON.stringify({
-    model: "bench",
-    prompt,
-    max_tokens: TOKENS,
-    temperature: 0,
-    ignore_eos: true,
-    stream: true,
-    stream_options: { include_usage: true },
-  });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL("/v1/completions", url),
-      { method: "POST", headers: { "content-type": "application/json" } },
-      (res) => {
-        let firstAt = 0;
-        let last = "";
-        res.on("data", (chunk: Buffer) => {
-          if (firstAt === 0) firstAt = performance.now();
-          last = (last + chunk.toString()).slice(-2048);
-        });
-        // Tokens from the usage chunk, over the time from the first token to the last.
-        res.on("end", () => {
-          const tokens = Number(/"completion_tokens":(\d+)/.exec(last)?.[1] ?? Number.NaN);
-          resolve((tokens - 1) / ((performance.now() - firstAt) / 1000));
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+/**
+ * One streamed completion through armature, timed by `armature bench`'s client: tokens from usage,
+ * the rate over the time from the first token to the last.
+ */
+async function throughArmature(url: string): Promise<number> {
+  const body = { model: "bench", prompt, max_tokens: TOKENS, temperature: 0, ignore_eos: true };
+  const timing = await streamCompletion(url, body, agent);
+  if (!timing.ok || timing.completionTokens !== TOKENS) {
+    throw new Error(`the stream did not complete: ${timing.error ?? `${timing.completionTokens} tokens`}`);
+  }
+  return 1000 / timing.itlMs;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;

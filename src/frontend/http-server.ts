@@ -13,6 +13,7 @@ import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
 import { ModelPipelines } from "./model-pipelines.js";
 import { handleCompletions } from "./routes/completions-route.js";
+import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
@@ -185,6 +186,8 @@ export class Frontend {
         return handleMessages(req, res, requestId, deps);
       case "POST /v1/messages/count_tokens":
         return handleCountTokens(req, res, requestId, deps);
+      case "POST /v1/embeddings":
+        return handleEmbeddings(req, res, requestId, deps);
       case "POST /tokenize":
         return handleTokenize(req, res, requestId, deps);
       case "POST /detokenize":
@@ -219,6 +222,7 @@ export class Frontend {
           [
             "/v1/chat/completions",
             "/v1/completions",
+            "/v1/embeddings",
             ...ANTHROPIC_PATHS,
             "/v1/models",
             "/v1/planner",

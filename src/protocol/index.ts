@@ -1,6 +1,16 @@
 export type { ActiveSequenceEvent } from "./active-sequences.js";
 export type { BlockHashes } from "./block-hashing.js";
 export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
+export type { EmbedRequest, EmbedResponse } from "./embed.js";
+export {
+  decodeEmbedding,
+  embedRequestSchema,
+  embedResponseSchema,
+  encodeEmbedding,
+  MAX_EMBED_DIMENSIONS,
+  MAX_EMBED_INPUTS,
+  MAX_EMBED_TOKENS,
+} from "./embed.js";
 export type { ErrorCode } from "./errors.js";
 export { ArmatureError, isArmatureError } from "./errors.js";
 export type {

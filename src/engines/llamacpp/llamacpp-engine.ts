@@ -10,6 +10,7 @@ import {
 import { wantsKvbm } from "../../kvbm/index.js";
 import {
   ArmatureError,
+  type EmbedRequest,
   type FinishReason,
   type GenerateRequest,
   type GenerateResponse,
@@ -32,6 +33,7 @@ import { kvBytesPerToken } from "./kv-size.js";
 import { assembleImportedState, exportState } from "./kv-suffix.js";
 import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { llamaRuntime } from "./llama-runtime.js";
+import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import { RateMeter } from "./rate-meter.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
@@ -75,6 +77,8 @@ export class LlamaCppEngine implements Engine {
   /** Prompt tokens evaluated per second (prompts of 32 tokens or more). */
   readonly #prefillRate = new RateMeter(32);
   #closed = false;
+  /** `POST /v1/embeddings`: its own llama.cpp context, made on the first request. */
+  #embedder: LlamaEmbedder | undefined;
 
   private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo, grammarCacheSize: number) {
     this.#grammars = new GrammarCache(llama, grammarCacheSize);
@@ -126,6 +130,7 @@ export class LlamaCppEngine implements Engine {
       kvBytesPerToken: kvBytesPerToken(metadata),
     };
     const engine = new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
+    engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads: options.threads ?? 1 });
     if (options.kvbm && wantsKvbm(options.kvbm.settings)) {
       try {
         engine.#kvbm = await KvbmConnector.open({
@@ -148,6 +153,12 @@ export class LlamaCppEngine implements Engine {
   /** The loaded model (benchmarks compare against it directly). */
   get model(): LlamaModel {
     return this.#model;
+  }
+
+  /** Unit-length embeddings of the model (see `LlamaEmbedder` for pooling and memory). */
+  embed(request: EmbedRequest, options: { readonly signal: AbortSignal }): AsyncIterable<Float32Array> {
+    if (!this.#embedder || this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
+    return this.#embedder.embed(request, options.signal);
   }
 
   dumpKvEvents(): KvEvent[] {
@@ -416,6 +427,7 @@ export class LlamaCppEngine implements Engine {
     this.#slots.close();
     for (const controller of this.#inflight) controller.abort(new ArmatureError("ENGINE_CLOSED", "engine closed"));
     await this.#kvbm?.close();
+    await this.#embedder?.close();
     await this.#context.dispose();
     await this.#model.dispose();
   }

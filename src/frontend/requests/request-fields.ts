@@ -115,6 +115,18 @@ export const detokenizeFields: Readonly<Record<string, FieldRule>> = {
 };
 
 /**
+ * `POST /v1/embeddings`, every field of OpenAI's CreateEmbeddingRequest. `dimensions` is served when
+ * it is the model's own embedding size; any other size is refused by the worker, naming it.
+ */
+export const embeddingsFields: Readonly<Record<string, FieldRule>> = {
+  model: honoured,
+  input: honoured,
+  encoding_format: honoured,
+  dimensions: honoured,
+  user: accepted("a caller's label for abuse monitoring; it does not change the output"),
+};
+
+/**
  * Refuses, naming it, the first field `body` has that the route does not serve: an unknown one
  * (OpenAI's "Unrecognized request argument supplied"), or a known one asking for what is not built.
  */
