@@ -1,4 +1,4 @@
-import type { GenerateRequest, GenerateResponse, KvCosts, KvEvent, ModelCard } from "../protocol/index.js";
+import type { EmbedRequest, GenerateRequest, GenerateResponse, KvCosts, KvEvent, ModelCard } from "../protocol/index.js";
 
 /**
  * What an engine knows about itself: everything a model card holds except the served name and the
@@ -84,6 +84,13 @@ export interface Engine {
    * the KV (a llama.cpp state file at `exportPath`). Engines without it serve only aggregated.
    */
   prefill?(request: GenerateRequest, options: PrefillOptions): Promise<PrefillResult>;
+  /**
+   * Embeds each input of `request` (token ids), yielding one unit-length vector per input in input
+   * order. Refuses by name (`param`) what it cannot serve: `dimensions` other than the model's own
+   * size, token ids outside the vocabulary, an input longer than the embedding context. Aborting the
+   * signal stops before the next input. Engines without it (the mocker) serve no embeddings.
+   */
+  embed?(request: EmbedRequest, options: { readonly signal: AbortSignal }): AsyncIterable<Float32Array>;
   /** KV events in the order the cache changed. Returns a function that stops listening. */
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void;
   load(): EngineLoad;

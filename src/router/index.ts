@@ -9,6 +9,8 @@ export {
   roundRobinPolicy,
 } from "./basic-policies.js";
 export { disaggregationMetrics } from "./disaggregation-metrics.js";
+export type { EmbeddingCall } from "./embedding-call.js";
+export { EMBEDDING_ROLES } from "./embedding-call.js";
 export type { ApproximateIndexOptions } from "./kv-index/approximate-index.js";
 export { ApproximateIndex } from "./kv-index/approximate-index.js";
 export { KvIndexer } from "./kv-index/kv-indexer.js";

@@ -1,6 +1,7 @@
 import type { Logger } from "../observability/index.js";
 import {
   ArmatureError,
+  type EmbedRequest,
   type GenerateRequest,
   type GenerateResponse,
   generateResponseSchema,
@@ -11,6 +12,7 @@ import {
 import type { Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue } from "./admission-queue.js";
+import { callEmbedding, type EmbeddingCall } from "./embedding-call.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
@@ -306,6 +308,17 @@ export class Router {
       if (workerId === undefined || !isArmatureError(error) || error.code !== "ROUTER_WORKER_NOT_FOUND") throw error;
       return this.route(decode, { ...options, admitted: true, overrides });
     }
+  }
+
+  /**
+   * Sends an embedding request to the least-loaded aggregated or prefill worker of its model (see
+   * `callEmbedding`); iterate the call's stream to its end or leave it, which frees the worker's slot.
+   */
+  embed(
+    request: EmbedRequest,
+    options: { signal: AbortSignal; excludeWorkerIds?: readonly string[] | undefined },
+  ): EmbeddingCall {
+    return callEmbedding(this.#runtime, this.workers, request, options);
   }
 
   close(): void {

@@ -15,9 +15,11 @@ import {
   type WorkerLoad,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { Clock, InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
+import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
+import { deadlineAfter } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
+import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
 
@@ -71,6 +73,7 @@ export class WorkerHost {
   /** The most recent batches, for readers that missed some. */
   readonly #recent: KvEventBatch[] = [];
   #queryRegistration: Registration | undefined;
+  #embedRegistration: Registration | undefined;
   #unsubscribeKv: (() => void) | undefined;
   #unwatchPeers: (() => void) | undefined;
   #background: Promise<void>[] = [];
@@ -139,6 +142,14 @@ export class WorkerHost {
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
     this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
     this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
+    this.#embedRegistration = await serveEmbeddings({
+      runtime,
+      workerId: this.id,
+      engine,
+      card: this.card,
+      accepting: () => this.#state === "running",
+      inflight: this.#inflight,
+    });
     this.#lease = await runtime.discovery.register(this.#record(), { ttlMs: this.#ttl() });
     this.#state = "running";
     this.#background.push(this.#keepAliveLoop(), this.#loadLoop());
@@ -274,6 +285,7 @@ export class WorkerHost {
     await this.#lease?.revoke();
     await this.#registration?.close();
     await this.#queryRegistration?.close();
+    await this.#embedRegistration?.close();
     const graceOver = new AbortController();
     const grace = this.#o.runtime.clock.sleep(graceMs, graceOver.signal).catch(() => undefined);
     await Promise.race([Promise.all(this.#inflight), grace]);
@@ -301,15 +313,4 @@ export class WorkerHost {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
-}
-
-/** A signal that aborts with `REQUEST_TIMEOUT` after `ms` on `clock`, and `clear` to drop its timer early. */
-function deadlineAfter(clock: Clock, ms: number): { signal: AbortSignal; clear: () => void } {
-  const controller = new AbortController();
-  const cleared = new AbortController();
-  clock.sleep(ms, cleared.signal).then(
-    () => controller.abort(new ArmatureError("REQUEST_TIMEOUT", `the request's deadline of ${ms} ms passed on the worker`)),
-    () => undefined,
-  );
-  return { signal: controller.signal, clear: () => cleared.abort() };
 }

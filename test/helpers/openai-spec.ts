@@ -29,6 +29,7 @@ export type SchemaName =
   | "CreateChatCompletionResponse"
   | "CreateChatCompletionStreamResponse"
   | "CreateCompletionResponse"
+  | "CreateEmbeddingResponse"
   | "ListModelsResponse"
   | "Model"
   | "ErrorResponse";

@@ -4,7 +4,15 @@ import { test } from "node:test";
 import { isArmatureError } from "../../protocol/index.js";
 import { parseChatRequest } from "./chat-request.js";
 import { parseCompletionRequest } from "./completion-request.js";
-import { chatFields, completionFields, detokenizeFields, type FieldRule, tokenizeFields } from "./request-fields.js";
+import { parseEmbeddingsRequest } from "./embeddings-request.js";
+import {
+  chatFields,
+  completionFields,
+  detokenizeFields,
+  embeddingsFields,
+  type FieldRule,
+  tokenizeFields,
+} from "./request-fields.js";
 import { parseDetokenizeRequest, parseTokenizeRequest } from "./tokenize-request.js";
 
 const spec = JSON.parse(
@@ -53,6 +61,15 @@ const routes = [
     heading: "## `POST /v1/completions`",
     base: { model: "m", prompt: "hi" },
     parse: parseCompletionRequest,
+  },
+  {
+    name: "embeddings",
+    fields: embeddingsFields,
+    schema: "OpenAI's CreateEmbeddingRequest",
+    reference: specFields("CreateEmbeddingRequest"),
+    heading: "## `POST /v1/embeddings`",
+    base: { model: "m", input: "hi" },
+    parse: parseEmbeddingsRequest,
   },
   // vLLM's fields, from vllm/entrypoints/serve/tokenize/protocol.py (TokenizeCompletionRequest,
   // TokenizeChatRequest, DetokenizeRequest).
