@@ -28,8 +28,12 @@ export interface BpeVocabulary {
   readonly merges: string[];
 }
 
-/** Learns `mergeCount` merges from `corpus`; ties break on the lexicographically smaller pair. */
-export function learnBpe(corpus: string, mergeCount: number): BpeVocabulary {
+/**
+ * Learns up to `mergeCount` merges from `corpus`; ties break on the lexicographically smaller pair.
+ * Pairs seen fewer than `minCount` times are not merged: with 1, merging goes on until every piece of
+ * the corpus is one token (or `mergeCount` is reached).
+ */
+export function learnBpe(corpus: string, mergeCount: number, minCount = 2): BpeVocabulary {
   const byteChar = bytesToUnicode();
   const words = new Map<string, number>();
   for (const piece of corpus.match(PRETOKENIZE) ?? []) {
@@ -57,7 +61,7 @@ export function learnBpe(corpus: string, mergeCount: number): BpeVocabulary {
         bestCount = count;
       }
     }
-    if (best === undefined || bestCount < 2) break;
+    if (best === undefined || bestCount < minCount) break;
     const [left, right] = best.split(" ") as [string, string];
     const merged = left + right;
     if (known.has(merged)) {
@@ -81,6 +85,36 @@ function applyMerge(parts: string[], left: string, right: string): string[] {
     } else {
       out.push(parts[i] ?? "");
     }
+  }
+  return out;
+}
+
+/**
+ * Encodes `text` with `vocabulary` as llama.cpp's BPE tokenizer does: GPT-2's pre-tokenizer split,
+ * then within each piece the adjacent pair of lowest merge rank is merged (leftmost first) until no
+ * pair has a merge.
+ */
+export function encodeBpe(vocabulary: BpeVocabulary, text: string): number[] {
+  const byteChar = bytesToUnicode();
+  const rank = new Map(vocabulary.merges.map((m, i) => [m, i]));
+  const ids = new Map(vocabulary.tokens.map((t, i) => [t, i]));
+  const out: number[] = [];
+  for (const piece of text.match(PRETOKENIZE) ?? []) {
+    let parts = [...Buffer.from(piece, "utf8")].map((b) => byteChar[b] ?? "");
+    for (;;) {
+      let best = -1;
+      let bestRank = Number.POSITIVE_INFINITY;
+      for (let i = 0; i + 1 < parts.length; i++) {
+        const r = rank.get(`${parts[i]} ${parts[i + 1]}`);
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          best = i;
+        }
+      }
+      if (best < 0) break;
+      parts = [...parts.slice(0, best), `${parts[best]}${parts[best + 1]}`, ...parts.slice(best + 2)];
+    }
+    for (const part of parts) out.push(ids.get(part) ?? 0);
   }
   return out;
 }

@@ -9,9 +9,17 @@ export function defaultCacheDir(): string {
   return process.env.ARMATURE_CACHE_DIR ?? join(homedir(), ".cache", "armature");
 }
 
+let built: Buffer | undefined;
+
+/** The default tiny model's bytes, generated once per process (it takes a moment). */
+function tinyModelBytes(): Buffer {
+  built ??= buildTinyModel();
+  return built;
+}
+
 /** Writes the tiny model to `path` atomically (temporary file, then rename). */
 export async function writeTinyModel(path: string): Promise<void> {
-  const bytes = buildTinyModel();
+  const bytes = tinyModelBytes();
   const temporary = `${path}.${process.pid}.tmp`;
   await writeFile(temporary, bytes);
   await rename(temporary, path);
@@ -23,8 +31,8 @@ export async function writeTinyModel(path: string): Promise<void> {
  */
 export async function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<string> {
   await mkdir(cacheDir, { recursive: true });
-  const path = join(cacheDir, "armature-tiny-v1.gguf");
-  const expected = createHash("sha256").update(buildTinyModel()).digest("hex");
+  const path = join(cacheDir, "armature-tiny-v2.gguf");
+  const expected = createHash("sha256").update(tinyModelBytes()).digest("hex");
   try {
     const actual = createHash("sha256")
       .update(await readFile(path))

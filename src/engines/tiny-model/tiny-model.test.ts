@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { GgufTokenizer } from "../llamacpp/gguf-tokenizer.js";
-import { learnBpe } from "./byte-bpe.js";
+import { encodeBpe, learnBpe } from "./byte-bpe.js";
+import { TRAINING_TEXT } from "./corpus-streams.js";
 import { ensureTinyModel } from "./model-cache.js";
 import { buildTinyModel } from "./tiny-model.js";
 
@@ -15,6 +16,11 @@ test("the generator is deterministic and writes a GGUF v3 header", () => {
   assert.equal(createHash("sha256").update(a).digest("hex"), createHash("sha256").update(b).digest("hex"));
   assert.equal(a.subarray(0, 4).toString("latin1"), "GGUF");
   assert.equal(a.readUInt32LE(4), 3);
+});
+
+test("two caches generate byte-identical model files", async () => {
+  const [a, b] = await Promise.all([1, 2].map(async () => ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-tiny-")))));
+  assert.deepEqual(await readFile(a as string), await readFile(b as string));
 });
 
 test("BPE merges are learned from the corpus and produce unique tokens", () => {
@@ -40,4 +46,17 @@ test("a corrupted cached model is replaced", async () => {
   await writeFile(path, "garbage");
   assert.equal(await ensureTinyModel(dir), path);
   assert.deepEqual(await readFile(path), buildTinyModel());
+});
+
+test("every word of the training text is one token, as llama.cpp tokenizes it", async () => {
+  const path = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-tiny-")));
+  const tokenizer = await GgufTokenizer.load(path);
+  for (const word of ["The", " robot", " capital", " France", " ocean", " quick", " Paris"]) {
+    assert.equal(tokenizer.encode(word).length, 1, word);
+  }
+  // The statistics the weights come from were counted on the generator's own encoding of the
+  // text; llama.cpp must split it the same way for them to describe the model's tokens.
+  const vocabulary = learnBpe(TRAINING_TEXT, 4000, 1);
+  const text = TRAINING_TEXT.replace(/\s+/g, " ").trim();
+  assert.deepEqual(encodeBpe(vocabulary, text), tokenizer.encode(text));
 });

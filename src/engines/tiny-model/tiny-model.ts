@@ -1,7 +1,8 @@
-import { SeededRandom } from "../seeded-random.js";
-import { learnBpe } from "./byte-bpe.js";
-import { TINY_CORPUS } from "./corpus.js";
-import { encodeGguf, type MetadataValue, type TensorSpec } from "./gguf-writer.js";
+import { factorBigrams } from "./bigram.js";
+import { encodeBpe, learnBpe } from "./byte-bpe.js";
+import { TRAINING_TEXT, trainingStreams } from "./corpus-streams.js";
+import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
+import { speakingTensors } from "./transformer-weights.js";
 
 /** ChatML, the template embedded in the tiny model's metadata. */
 export const CHATML_TEMPLATE =
@@ -14,16 +15,21 @@ export interface TinyModelOptions {
   readonly layers?: number;
   readonly heads?: number;
   readonly feedForwardLength?: number;
+  /** At most this many BPE merges (default: enough for every corpus word to be one token). */
   readonly merges?: number;
   readonly contextLength?: number;
 }
 
 const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
 
+/** Merges enough for every word of the training text to be one token. */
+const ALL_MERGES = 4000;
+
 /**
- * Builds a small llama-architecture GGUF: random weights from a fixed seed, an untied output
- * layer (tied random models only echo their input), a byte-level BPE tokenizer with merges and a
- * ChatML template. Same options, same bytes.
+ * Builds a small llama-architecture GGUF that speaks the English of its built-in corpus: a
+ * byte-level BPE tokenizer learned on the corpus (every corpus word one token), weights that realise
+ * the corpus's bigram statistics (see transformer-weights.ts) and a ChatML template whose turns the
+ * model ends with `<|im_end|>`. Same options, same bytes.
  */
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const seed = options.seed ?? 1234;
@@ -32,7 +38,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const heads = options.heads ?? 4;
   const ff = options.feedForwardLength ?? 256;
   const contextLength = options.contextLength ?? 4096;
-  const vocab = learnBpe(TINY_CORPUS, options.merges ?? 240);
+  const vocab = learnBpe(TRAINING_TEXT, options.merges ?? ALL_MERGES, 1);
   const tokens = [...vocab.tokens, ...SPECIAL_TOKENS];
   const tokenTypes = tokens.map((_, i) => (i >= vocab.tokens.length ? 3 : 1));
   const vocabSize = tokens.length;
@@ -49,7 +55,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     ["llama.attention.head_count", { type: "uint32", value: heads }],
     ["llama.attention.head_count_kv", { type: "uint32", value: heads }],
     ["llama.rope.dimension_count", { type: "uint32", value: dim / heads }],
-    ["llama.rope.freq_base", { type: "float32", value: 10000 }],
+    ["llama.rope.freq_base", { type: "float32", value: 1e6 }],
     ["llama.attention.layer_norm_rms_epsilon", { type: "float32", value: 1e-5 }],
     ["llama.vocab_size", { type: "uint32", value: vocabSize }],
     ["tokenizer.ggml.model", { type: "string", value: "gpt2" }],
@@ -64,32 +70,17 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     ["tokenizer.chat_template", { type: "string", value: CHATML_TEMPLATE }],
   ]);
 
-  const rng = new SeededRandom(seed);
-  const random = (count: number, std: number): Float32Array => {
-    const out = new Float32Array(count);
-    for (let i = 0; i < count; i++) out[i] = rng.gaussian() * std;
-    return out;
-  };
-  const ones = (count: number): Float32Array => new Float32Array(count).fill(1);
-  const linearStd = 1 / Math.sqrt(dim);
-  const tensors: TensorSpec[] = [
-    { name: "token_embd.weight", dims: [dim, vocabSize], data: random(dim * vocabSize, 1) },
-    { name: "output_norm.weight", dims: [dim], data: ones(dim) },
-    { name: "output.weight", dims: [dim, vocabSize], data: random(dim * vocabSize, 3 * linearStd) },
-  ];
-  for (let l = 0; l < layers; l++) {
-    const p = `blk.${l}`;
-    tensors.push(
-      { name: `${p}.attn_norm.weight`, dims: [dim], data: ones(dim) },
-      { name: `${p}.attn_q.weight`, dims: [dim, dim], data: random(dim * dim, linearStd) },
-      { name: `${p}.attn_k.weight`, dims: [dim, dim], data: random(dim * dim, linearStd) },
-      { name: `${p}.attn_v.weight`, dims: [dim, dim], data: random(dim * dim, linearStd) },
-      { name: `${p}.attn_output.weight`, dims: [dim, dim], data: random(dim * dim, linearStd) },
-      { name: `${p}.ffn_norm.weight`, dims: [dim], data: ones(dim) },
-      { name: `${p}.ffn_gate.weight`, dims: [dim, ff], data: random(dim * ff, linearStd) },
-      { name: `${p}.ffn_up.weight`, dims: [dim, ff], data: random(dim * ff, linearStd) },
-      { name: `${p}.ffn_down.weight`, dims: [ff, dim], data: random(ff * dim, 1 / Math.sqrt(ff)) },
-    );
-  }
+  const imStart = id("<|im_start|>");
+  const imEnd = id("<|im_end|>");
+  const factors = factorBigrams(trainingStreams(vocab, { imStart, imEnd }), vocabSize, dim - 4, seed);
+  // Inside a chat turn, `<|im_end|>` is lifted just above the likeliest token after a full stop.
+  const fullStop = encodeBpe(vocab, ".")[0] as number;
+  let best = Number.NEGATIVE_INFINITY;
+  for (const next of factors.seen) if (next !== imEnd) best = Math.max(best, factors.logit(fullStop, next));
+  const chatEndBoost = Math.max(0, best - factors.logit(fullStop, imEnd)) + 1;
+  const tensors = speakingTensors(
+    { dim, layers, heads, feedForward: ff, vocabSize, imStart, imEnd, chatEndBoost, mixing: 0.1, seed },
+    factors,
+  );
   return encodeGguf(md, tensors);
 }
