@@ -1,13 +1,20 @@
 // Frontend capacity: armature (mocker engine at a very high speedup, so the engine costs ~nothing)
-// against a bare node:http server answering a fixed SSE body, under the same load generator, at
-// 1, 64 and 512 concurrent streams. The load is `armature bench`'s (src/bench), in its own process;
-// tokens are counted from each stream's usage. Usage: npm run bench:frontend [-- seconds-per-run]
+// against a bare node:http server answering a fixed SSE body, at 1, 64 and 512 concurrent streams,
+// under two load generators: `armature bench`'s (src/bench; tokens counted from usage, first-token
+// latency) and Debian's `wrk` (the calibration: a Node client caps a fast server). Then scale-out:
+// `armature frontend --frontend-processes N` over NATS and etcd with one mocker worker, N = 1 and 2,
+// under wrk. Each load generator's own CPU is reported. Needs `wrk` (apt-get install wrk).
+// Usage: npm run bench:frontend [-- seconds-per-run]
 import type { BenchOptions } from "../src/bench/index.js";
-import { loadInChild, machine, spawnFastMockerServe, spawnServer } from "./load/processes.js";
+import { startEtcd } from "../test/helpers/etcd-server.js";
+import { startNatsServer } from "../test/helpers/nats-server.js";
+import { loadInChild, machine, type Served, spawnFastMockerServe, spawnServer } from "./load/processes.js";
+import { runWrk } from "./load/wrk.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const TOKENS = 16;
 const levels = [1, 64, 512];
+const body = { model: "armature-mocker", prompt: "hello", max_tokens: TOKENS, stream: true };
 const load = (url: string, concurrency: number, limit: { requests: number } | { durationMs: number }): BenchOptions => ({
   url,
   model: "armature-mocker",
@@ -15,30 +22,81 @@ const load = (url: string, concurrency: number, limit: { requests: number } | { 
   outputTokens: TOKENS,
   mode: { kind: "concurrency", concurrency, requests: 1e9, ...limit },
 });
+const pct = (share: number): string => `${(100 * share).toFixed(0)}%`;
 
 console.log(`frontend capacity — ${machine()} — ${seconds}s per run, ${TOKENS} tokens per stream\n`);
-console.log("| streams | server | req/s | streamed tokens/s | first token p50 / p99 ms | latency p50 / p99 ms | failed |");
-console.log("|---:|---|---:|---:|---:|---:|---:|");
-const rows: Record<string, { rps: number; p99: number }> = {};
+console.log(
+  "| streams | server | armature bench: req/s | tokens/s | first token p50 / p99 ms | its CPU | wrk: req/s | latency p50 / p99 ms | its CPU | failed |",
+);
+console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+const rows: Record<string, { rps: number; wrkRps: number; p99: number }> = {};
 for (const concurrency of levels) {
   for (const kind of ["bare", "armature"] as const) {
     const server = kind === "bare" ? await spawnServer(["bench/bare-server.ts", String(TOKENS)]) : await spawnFastMockerServe();
     try {
       await loadInChild(load(server.url, concurrency, { requests: concurrency * 4 })); // warm-up
       const r = await loadInChild(load(server.url, concurrency, { durationMs: seconds * 1000 }));
-      rows[`${kind}-${concurrency}`] = { rps: r.requests_per_s, p99: r.ttft_ms.p99 };
+      const w = await runWrk(
+        server.url,
+        "/v1/completions",
+        { ...body, stream_options: { include_usage: true } },
+        concurrency,
+        seconds,
+      );
+      rows[`${kind}-${concurrency}`] = { rps: r.requests_per_s, wrkRps: w.requestsPerSecond, p99: r.ttft_ms.p99 };
       console.log(
-        `| ${concurrency} | ${kind} | ${r.requests_per_s.toFixed(0)} | ${r.throughput_tok_s.toFixed(0)} | ${r.ttft_ms.p50.toFixed(2)} / ${r.ttft_ms.p99.toFixed(2)} | ${r.latency_ms.p50.toFixed(2)} / ${r.latency_ms.p99.toFixed(2)} | ${r.failed} |`,
+        `| ${concurrency} | ${kind} | ${r.requests_per_s.toFixed(0)} | ${r.throughput_tok_s.toFixed(0)} | ${r.ttft_ms.p50.toFixed(2)} / ${r.ttft_ms.p99.toFixed(2)} | ${pct(r.generator_cpu)} | ${w.requestsPerSecond.toFixed(0)} | ${w.latencyMs.p50.toFixed(2)} / ${w.latencyMs.p99.toFixed(2)} | ${pct(w.generatorCpu)} | ${r.failed + w.failed} |`,
       );
     } finally {
       await server.stop();
     }
   }
 }
-console.log("\n| streams | armature / bare request rate | added first-token p99 (ms) |");
-console.log("|---:|---:|---:|");
+console.log("\n| streams | armature / bare request rate (armature bench) | (wrk) | added first-token p99 (ms) |");
+console.log("|---:|---:|---:|---:|");
 for (const c of levels) {
   const a = rows[`armature-${c}`];
   const b = rows[`bare-${c}`];
-  if (a && b) console.log(`| ${c} | ${((100 * a.rps) / b.rps).toFixed(1)}% | ${(a.p99 - b.p99).toFixed(2)} |`);
+  if (a && b) {
+    console.log(
+      `| ${c} | ${((100 * a.rps) / b.rps).toFixed(1)}% | ${((100 * a.wrkRps) / b.wrkRps).toFixed(1)}% | ${(a.p99 - b.p99).toFixed(2)} |`,
+    );
+  }
+}
+
+console.log("\nscale-out: armature frontend --frontend-processes N, one mocker worker, NATS + etcd, wrk\n");
+console.log("| frontend processes | connections | req/s | latency p50 / p99 ms | wrk CPU | failed |");
+console.log("|---:|---:|---:|---:|---:|---:|");
+const nats = await startNatsServer();
+const etcd = await startEtcd();
+const cluster = ["--bus", nats.url, "--discovery", `etcd://${etcd.endpoint}`, "--log-level", "warn"];
+const engine = ["--engine", "mocker", "--speedup-ratio", "1000000"];
+const worker = await spawnServer(["bin/armature.js", "worker", ...cluster, ...engine], /armature worker (\S+)/);
+try {
+  for (const processes of [1, 2]) {
+    const frontend: Served = await spawnServer([
+      "bin/armature.js",
+      "frontend",
+      ...cluster,
+      "--port",
+      "0",
+      "--frontend-processes",
+      String(processes),
+    ]);
+    try {
+      for (const connections of [64, 512]) {
+        await runWrk(frontend.url, "/v1/completions", body, connections, 2); // warm-up
+        const w = await runWrk(frontend.url, "/v1/completions", body, connections, seconds);
+        console.log(
+          `| ${processes} | ${connections} | ${w.requestsPerSecond.toFixed(0)} | ${w.latencyMs.p50.toFixed(2)} / ${w.latencyMs.p99.toFixed(2)} | ${pct(w.generatorCpu)} | ${w.failed} |`,
+        );
+      }
+    } finally {
+      await frontend.stop();
+    }
+  }
+} finally {
+  await worker.stop();
+  await etcd.stop();
+  await nats.stop();
 }

@@ -64,14 +64,17 @@ export function spawnFastMockerServe(extra: readonly string[] = []): Promise<Ser
   ]);
 }
 
+/** A load run's report and the load generator's CPU, as a share of one core over the run. */
+export type ChildBenchReport = BenchReport & { readonly generator_cpu: number };
+
 /** Runs `armature bench`'s load generator in a child process. */
-export function loadInChild(options: BenchOptions): Promise<BenchReport> {
+export function loadInChild(options: BenchOptions): Promise<ChildBenchReport> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
       ["--import", "tsx", "bench/load/load-process.ts", JSON.stringify(options)],
       { cwd: ROOT, maxBuffer: 1 << 20 },
-      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as BenchReport)),
+      (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout) as ChildBenchReport)),
     );
   });
 }
