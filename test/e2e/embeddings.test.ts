@@ -19,9 +19,10 @@ let dimensions: number;
 let vocabulary: number;
 /** The context's size as the server reports it (`POST /tokenize`'s `max_model_len`). */
 let context: number;
+let cacheDir: string;
 
 before(async () => {
-  const cacheDir = await mkdtemp(join(tmpdir(), "armature-embeddings-"));
+  cacheDir = await mkdtemp(join(tmpdir(), "armature-embeddings-"));
   const gguf = await readGgufFileInfo(await ensureTinyModel(cacheDir));
   const metadata = gguf.metadata as unknown as Record<string, Record<string, unknown> | undefined>;
   dimensions = Number(metadata[String(metadata.general?.architecture)]?.embedding_length);
@@ -189,5 +190,30 @@ test("the mocker computes no embeddings: a 400 that names the model, the engine 
     assert.equal(chat.choices.length, 1);
   } finally {
     assert.equal(await mocker.stop("SIGTERM"), 0, mocker.output());
+  }
+});
+
+test("split prefill and decode: the prefill worker embeds, with the vectors an aggregated worker gives", async () => {
+  const split = await startServe(["--context-size", "256", "--prefill", "1", "--decode", "1", "--model-name", MODEL], {
+    ARMATURE_CACHE_DIR: cacheDir,
+  });
+  try {
+    const health = (await (await fetch(`${split.url}/health`)).json()) as { instances: { id: string; role: string }[] };
+    const prefill = health.instances.find((i) => i.role === "prefill");
+    assert.ok(prefill, JSON.stringify(health));
+    const splitClient = new OpenAI({ baseURL: `${split.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const texts = ["split roles", "same vectors"];
+    for (let i = 0; i < 3; i++) {
+      const { data, response } = await splitClient.embeddings
+        .create({ model: MODEL, input: texts, encoding_format: "float" })
+        .withResponse();
+      assert.equal(response.headers.get("x-armature-worker"), prefill.id);
+      assert.deepEqual(
+        data.data.map((d) => d.embedding),
+        await floats(texts),
+      );
+    }
+  } finally {
+    assert.equal(await split.stop("SIGTERM"), 0, split.output());
   }
 });
