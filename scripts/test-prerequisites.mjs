@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `npm test`'s pretest step: the integration and end-to-end tests start real nats-server, etcd and
-// promtool from Debian's packages, at the paths test/helpers looks in. When one is missing, install it
-// where we can (root with apt-get); otherwise stop with the one command that fixes it. Silent and
-// quick when everything is there.
+// `npm test`'s pretest step: the integration and end-to-end tests start real nats-server, etcd,
+// promtool and prometheus, and a headless chromium, from Debian's packages, at the paths test/helpers
+// looks in. When one is missing, install it where we can (root with apt-get); otherwise stop with the
+// one command that fixes it. Silent and quick when everything is there.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
@@ -11,9 +11,11 @@ const TOOLS = [
   { name: "nats-server", paths: ["/usr/sbin/nats-server", "/usr/bin/nats-server"], aptPackage: "nats-server" },
   { name: "etcd", paths: ["/usr/bin/etcd", "/usr/sbin/etcd"], aptPackage: "etcd-server" },
   { name: "promtool", paths: ["/usr/bin/promtool"], aptPackage: "prometheus" },
+  { name: "prometheus", paths: ["/usr/bin/prometheus"], aptPackage: "prometheus" },
+  { name: "chromium", paths: ["/usr/bin/chromium"], aptPackage: "chromium" },
 ];
 
-const missingPackages = () => TOOLS.filter((t) => !t.paths.some((p) => existsSync(p))).map((t) => t.aptPackage);
+const missingPackages = () => [...new Set(TOOLS.filter((t) => !t.paths.some((p) => existsSync(p))).map((t) => t.aptPackage))];
 
 function fail(packages, why) {
   const tools = TOOLS.filter((t) => packages.includes(t.aptPackage)).map((t) => t.name);

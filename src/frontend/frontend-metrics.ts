@@ -27,6 +27,19 @@ export interface FinishedRequestTimings extends RequestOutcome {
   readonly itlMs: number | undefined;
 }
 
+/** Where the router sent a request, as the frontend heard it (for listeners such as the dashboard). */
+export interface RoutingDecision {
+  readonly model: string;
+  readonly workerId: string;
+  /** The worker that prefilled it, when prefill and decode were split. */
+  readonly prefillWorkerId: string | undefined;
+  /** Prompt blocks the chosen worker already held, when the policy knows (the KV policy does). */
+  readonly overlapBlocks: number | undefined;
+  readonly promptTokens: number;
+  /** Tokens per KV block of the model. */
+  readonly blockSize: number;
+}
+
 /** Tracks one request's latencies as its tokens arrive. */
 export class RequestTimer {
   readonly #metrics: FrontendMetrics;
@@ -56,6 +69,11 @@ export class RequestTimer {
       for (let i = 0; i < count; i++) observe(perToken);
     }
     this.#lastTokenAt = now;
+  }
+
+  /** Tells the routing listener where the request went. */
+  routed(decision: Omit<RoutingDecision, "model">): void {
+    this.#metrics.onRouted?.({ ...decision, model: this.#model });
   }
 
   finish(outcome: RequestOutcome): void {
@@ -106,6 +124,8 @@ export class FrontendMetrics {
   readonly hostCachedTokensTotal: CounterMetric;
   /** Hears every request as it ends, with its latencies. */
   readonly onFinished: ((request: FinishedRequestTimings) => void) | undefined;
+  /** Hears where each request was routed. */
+  readonly onRouted: ((decision: RoutingDecision) => void) | undefined;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -120,8 +140,13 @@ export class FrontendMetrics {
   #knownWorkers = new Set<string>();
   readonly #itlByModel = new Map<string, (seconds: number) => void>();
 
-  constructor(meter: MetricMeter, onFinished?: (request: FinishedRequestTimings) => void) {
+  constructor(
+    meter: MetricMeter,
+    onFinished?: (request: FinishedRequestTimings) => void,
+    onRouted?: (decision: RoutingDecision) => void,
+  ) {
     this.onFinished = onFinished;
+    this.onRouted = onRouted;
     const p = "frontend_";
     this.requests = meter.counter(`${p}requests_total`, "Requests handled, by endpoint, type and outcome", [
       "model",

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
+import type { RoutingDecision } from "./frontend-metrics.js";
 import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
 import { migratingStream } from "./migrating-stream.js";
 import type { ModelPipeline } from "./model-pipelines.js";
@@ -32,6 +33,8 @@ export type GenerationEnd = Extract<GenerationEvent, { type: "end" }>;
 /** Hooks for latency metrics, called as token deltas arrive from the worker. */
 export interface GenerationObserver {
   onTokens(count: number): void;
+  /** Hears where the request was routed (the dashboard's routing decisions). */
+  routed?(decision: Omit<RoutingDecision, "model">): void;
 }
 
 export interface Generation {
@@ -79,6 +82,13 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     signal: input.signal,
     pinnedWorkerId: params.pinnedWorkerId,
     overrides: params.routerOverrides,
+  });
+  input.observer.routed?.({
+    workerId: call.workerId,
+    prefillWorkerId: call.prefillWorkerId,
+    overlapBlocks: call.overlapBlocks,
+    promptTokens: tokenIds.length,
+    blockSize: pipeline.card.blockSize,
   });
   const upstream = migratingStream(router, request, call, {
     signal: input.signal,

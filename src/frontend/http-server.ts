@@ -8,6 +8,7 @@ import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
 import { type AccessControl, sendAccessDenial } from "./access/index.js";
 import { answerClientError } from "./client-errors.js";
+import { Dashboard } from "./dashboard/index.js";
 import { type FinishedRequestTimings, FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -75,11 +76,21 @@ export class Frontend {
   readonly #log: Logger;
   readonly #inflight = new Set<Promise<void>>();
   readonly #startedAt = Date.now();
+  readonly #dashboard: Dashboard;
 
   private constructor(options: FrontendOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: "frontend" });
-    this.#metrics = new FrontendMetrics(options.meter, options.onRequestFinished);
+    this.#dashboard = new Dashboard(options.meter);
+    const window = this.#dashboard.window;
+    this.#metrics = new FrontendMetrics(
+      options.meter,
+      (request) => {
+        window.recordFinished(request);
+        options.onRequestFinished?.(request);
+      },
+      (decision) => window.recordRouted(decision),
+    );
     this.#pipelines = new ModelPipelines(options.router.workers);
     const handle = (req: IncomingMessage, res: ServerResponse): void => {
       const handling = this.#dispatch(req, res).catch((error: unknown) => {
@@ -171,6 +182,7 @@ export class Frontend {
       requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
     };
+    if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
       const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
       if (id !== undefined) return handleModel(res, this.#o.router, this.#startedAt, id, headers, grant);
@@ -212,6 +224,19 @@ export class Frontend {
               ).body,
               headers,
             );
+      case "GET /v1/fleet":
+        return this.#dashboard.serveFleet(
+          res,
+          {
+            router: this.#o.router,
+            kvIndexer: this.#o.kvIndexer,
+            plannerState: this.#o.plannerState,
+            startedAt: this.#startedAt,
+            requestsInFlight: this.#inflight.size,
+          },
+          headers,
+          grant,
+        );
       case "GET /metrics":
         if (this.#o.kvIndexer) this.#metrics.refreshKvEvents(this.#o.kvIndexer.applied);
         if (this.#o.invalidMessages) this.#metrics.refreshInvalidMessages(this.#o.invalidMessages.counts);
@@ -231,7 +256,10 @@ export class Frontend {
             "/metrics",
             "/tokenize",
             "/detokenize",
-          ].includes(path) || path.startsWith(MODEL_PATH_PREFIX);
+            "/v1/fleet",
+          ].includes(path) ||
+          path.startsWith(MODEL_PATH_PREFIX) ||
+          Dashboard.servesPath(path);
         const error = new ArmatureError(
           "REQUEST_INVALID",
           known ? `method ${req.method} is not allowed on ${path}` : `no route ${path}`,

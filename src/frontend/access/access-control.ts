@@ -37,10 +37,20 @@ export type AccessDecision =
 const OPEN_PATHS = new Set(["/health", "/live"]);
 
 /**
- * The key check of the HTTP API. Every path but `/health`, `/live` (and `/metrics` unless
- * `metricsRequireKey`) needs a key, sent as `Authorization: Bearer KEY` or Anthropic's
- * `x-api-key: KEY`. A `POST` under `/v1/` (a generation) also spends the key's quota: one request
- * and one concurrency slot up front, its tokens when it ends (see {@link KeyQuota.admit}).
+ * The dashboard's page and its script, style and chart library: they hold no data (a browser's
+ * navigation cannot send a bearer key); the page asks `GET /v1/fleet`, which needs one, with the
+ * key the operator gives it.
+ */
+function isDashboardFile(path: string): boolean {
+  return path === "/dashboard" || path.startsWith("/dashboard/");
+}
+
+/**
+ * The key check of the HTTP API. Every path but `/health`, `/live`, the dashboard's files under
+ * `/dashboard` (and `/metrics` unless `metricsRequireKey`) needs a key, sent as
+ * `Authorization: Bearer KEY` or Anthropic's `x-api-key: KEY`. A `POST` under `/v1/` (a
+ * generation) also spends the key's quota: one request and one concurrency slot up front, its
+ * tokens when it ends (see {@link KeyQuota.admit}).
  *
  * 401 and 429 are answered here, not through `toHttpError`: they carry headers (`WWW-Authenticate`,
  * `Retry-After`) and a 429's `type` names the limit, which one code per error cannot say. A model
@@ -81,7 +91,8 @@ export class AccessControl {
    * its status counted when the response ends or the client goes away.
    */
   check(req: IncomingMessage, res: ServerResponse, path: string): AccessDecision {
-    if (OPEN_PATHS.has(path) || (path === "/metrics" && !this.#metricsRequireKey)) return { kind: "open" };
+    const open = OPEN_PATHS.has(path) || isDashboardFile(path) || (path === "/metrics" && !this.#metricsRequireKey);
+    if (open) return { kind: "open" };
     const presented = presentedKey(req);
     const entry = presented === undefined ? undefined : this.#keys.find(presented);
     if (!entry) return this.#deny(unauthorized(presented === undefined ? "missing_key" : "invalid_key"), "");

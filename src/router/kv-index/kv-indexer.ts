@@ -6,6 +6,7 @@ import {
   type KvEventsQuery,
   kvEventBatchSchema,
   kvRecoverySchema,
+  type StorageTier,
   subjects,
   type WorkerLoad,
   workerLoadSchema,
@@ -245,6 +246,17 @@ export class KvIndexer {
   findMatches(localHashes: readonly bigint[]): OverlapScores {
     const matches = this.tree.findMatches(localHashes);
     return this.#tiers.any ? this.#tiers.split(matches, this.tree.pathHolders(localHashes)) : matches;
+  }
+
+  /**
+   * Blocks the index holds for the worker, per storage tier: `device`, and each lower tier the
+   * worker's KV events named (what the router knows of its cache; not the worker's capacity).
+   */
+  blocksByTier(workerId: string): Partial<Record<StorageTier, number>> {
+    const counts: Partial<Record<StorageTier, number>> = { device: this.tree.blockCount(workerId) };
+    for (const tier of this.#tiers.lowerTiersOf(workerId))
+      counts[tier] = this.tree.blockCount(this.#tiers.holder(workerId, tier));
+    return counts;
   }
 
   removeWorker(workerId: string): void {

@@ -42,6 +42,11 @@ export class TierHolders {
     return [workerId, ...[...(this.#lower.get(workerId) ?? [])].map((tier) => `${workerId}${SEPARATOR}${tier}`)];
   }
 
+  /** The lower tiers the worker reported, in the order it first did. */
+  lowerTiersOf(workerId: string): StorageTier[] {
+    return [...(this.#lower.get(workerId) ?? [])];
+  }
+
   forget(workerId: string): void {
     this.#lower.delete(workerId);
   }
