@@ -1,3 +1,4 @@
+import { TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
 import { basicPolicyNames } from "../router/index.js";
 
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
@@ -54,6 +55,12 @@ export const serveSettings: Record<string, Setting> = {
     type: "number",
     env: "ARMATURE_REQUEST_TIMEOUT",
     help: "seconds a request may take, waiting in the queue included; then 504, or an error event on a stream (default 600; 0: none)",
+  },
+  "tool-call-parser": {
+    type: "string",
+    env: "ARMATURE_TOOL_CALL_PARSER",
+    help: "how tool calls are read from answers to tool_choice auto: hermes | llama3_json | mistral | pythonic (default: the one the model's chat template points to)",
+    choices: TOOL_CALL_PARSER_NAMES,
   },
   "api-key": {
     type: "string",

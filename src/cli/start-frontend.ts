@@ -148,6 +148,7 @@ export async function startFrontend(
       migrationLimit: options.migrationLimit,
       bodyLimitBytes: options.maxBodyBytes,
       requestTimeoutMs: options.requestTimeoutMs,
+      toolCallParser: options.toolCallParser,
       access: apiAccess?.access,
       tls,
       instanceId: routerId,

@@ -18,6 +18,7 @@ import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
+import type { ToolCallParserName } from "./tool-calls/index.js";
 
 export interface FrontendOptions {
   readonly router: Router;
@@ -46,6 +47,8 @@ export interface FrontendOptions {
   readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
+  /** `--tool-call-parser`: reads `tool_choice: "auto"` answers. Default: the parser each model's chat template points to. */
+  readonly toolCallParser?: ToolCallParserName | undefined;
 }
 
 /** HTTPS credentials as PEM text; where they come from (files, a secret store) is the caller's business. */
@@ -181,6 +184,7 @@ export class Frontend {
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
       requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
+      toolCallParser: this.#o.toolCallParser,
     };
     if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {

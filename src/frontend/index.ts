@@ -5,3 +5,4 @@ export { toHttpError } from "./http-errors.js";
 export type { FrontendOptions, TlsOptions } from "./http-server.js";
 export { Frontend } from "./http-server.js";
 export { type MigrationOptions, migratingStream } from "./migrating-stream.js";
+export { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from "./tool-calls/index.js";

@@ -3,6 +3,7 @@ import { CHATML_TEMPLATE, loadTokenizer, type Tokenizer } from "../engines/index
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import type { WorkerSet } from "../router/index.js";
 import type { ChatMessage } from "./requests/chat-request.js";
+import { type FunctionTool, templateToolCalls, templateTools } from "./tool-calls/index.js";
 
 /** What the frontend needs to turn a request for one model into tokens and back. */
 export class ModelPipeline {
@@ -18,12 +19,23 @@ export class ModelPipeline {
 
   /**
    * Renders the chat template, by default with a generation prompt for the assistant (what a chat
-   * completion generates after); `/tokenize` may leave it out.
+   * completion generates after); `/tokenize` may leave it out. Declared `tools`, an assistant's
+   * `tool_calls` and a tool message's `tool_call_id` reach the template as Hugging Face templates
+   * expect them.
    */
-  renderChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
+  renderChat(
+    messages: readonly ChatMessage[],
+    options: { addGenerationPrompt?: boolean; tools?: readonly FunctionTool[] | undefined } = {},
+  ): string {
     try {
       return this.#template.render({
-        messages: messages.map((m) => ({ role: m.role, content: m.content })),
+        messages: messages.map((m) => ({
+          role: m.role,
+          content: m.content,
+          ...(m.toolCalls ? { tool_calls: templateToolCalls(m.toolCalls) } : {}),
+          ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+        })),
+        ...(options.tools && options.tools.length > 0 ? { tools: templateTools(options.tools) } : {}),
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.card.bosToken ?? "",
         eos_token: this.card.eosToken ?? "",

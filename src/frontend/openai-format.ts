@@ -1,4 +1,5 @@
 import type { Usage } from "./generation.js";
+import type { ChatToolCall } from "./tool-calls/index.js";
 
 /** Builders for OpenAI response objects and stream chunks, chat and legacy completions. */
 export interface ResponseIdentity {
@@ -7,10 +8,17 @@ export interface ResponseIdentity {
   readonly model: string;
 }
 
-export type FinishReason = "stop" | "length";
+export type FinishReason = "stop" | "length" | "tool_calls";
 
 export const chatFormat = {
-  response(idn: ResponseIdentity, text: string, finishReason: FinishReason, usage: Usage) {
+  /** `toolCalls`, when there are any, become `message.tool_calls` (`text` is then null or the text beside them). */
+  response(
+    idn: ResponseIdentity,
+    text: string | null,
+    finishReason: FinishReason,
+    usage: Usage,
+    toolCalls: readonly ChatToolCall[] = [],
+  ) {
     return {
       id: idn.id,
       object: "chat.completion" as const,
@@ -19,7 +27,12 @@ export const chatFormat = {
       choices: [
         {
           index: 0,
-          message: { role: "assistant" as const, content: text, refusal: null },
+          message: {
+            role: "assistant" as const,
+            content: text,
+            refusal: null,
+            ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          },
           logprobs: null,
           finish_reason: finishReason,
         },

@@ -11,6 +11,14 @@ export interface SamplingOptions {
   readonly presencePenalty?: number | undefined;
   readonly frequencyPenalty?: number | undefined;
   readonly repetitionPenalty?: number | undefined;
+  /** Added to the logits of these tokens before sampling (OpenAI's `logit_bias`, -100..100). */
+  readonly logitBias?: readonly TokenBiasEntry[] | undefined;
+}
+
+/** One `logit_bias` entry. */
+export interface TokenBiasEntry {
+  readonly token: number;
+  readonly bias: number;
 }
 
 /** A structured-output constraint enforced by the engine (grammar). */
@@ -82,6 +90,15 @@ export interface GenerateRequest {
    * work when it runs out. Relative, so hosts' clocks need not agree. Absent: no deadline.
    */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Stream each token's log-probability and those of the `top` most likely tokens at its step
+   * (0..20) in `TokenDelta.logprobs`. Absent: none are computed.
+   */
+  readonly logprobs?: { readonly top: number } | undefined;
+  /** No end-of-sequence token and none of `stopTokenIds` is sampled before this many tokens. */
+  readonly minTokens?: number | undefined;
+  /** Tokens that end the generation (`stop`) once sampled, after `minTokens`; the token is output. */
+  readonly stopTokenIds?: readonly number[] | undefined;
 }
 
 /** Why generation ended, in OpenAI terms plus the cases that never reach a client as success. */
@@ -91,6 +108,18 @@ export type FinishReason = "stop" | "length" | "cancelled" | "error";
 export interface TokenDelta {
   readonly type: "token-delta";
   readonly tokenIds: readonly number[];
+  /** When the request asked for `logprobs`: one entry per token of `tokenIds`. */
+  readonly logprobs?: readonly TokenLogprob[] | undefined;
+}
+
+/**
+ * A sampled token's natural-log probability in the distribution it was drawn from (after
+ * `logitBias`, penalties, temperature and truncation), and the most likely tokens of that step,
+ * most likely first. `-9999` stands for a probability of 0 (as vLLM writes it).
+ */
+export interface TokenLogprob {
+  readonly logprob: number;
+  readonly top: readonly { readonly token: number; readonly logprob: number }[];
 }
 
 /** Last message of a worker stream. */

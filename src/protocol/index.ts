@@ -22,7 +22,9 @@ export type {
   RequestEnd,
   ResponseConstraint,
   SamplingOptions,
+  TokenBiasEntry,
   TokenDelta,
+  TokenLogprob,
 } from "./generate.js";
 export type {
   KvBlockRemoved,

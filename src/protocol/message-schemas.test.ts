@@ -70,6 +70,33 @@ test("a handoff of the prompt's state from token k on, and what asks for it, kee
   );
 });
 
+test("the sampling surface's fields and a token delta's log-probabilities keep their fields", () => {
+  const asking = {
+    ...request,
+    sampling: { temperature: 0, logitBias: [{ token: 5, bias: -100 }] },
+    logprobs: { top: 3 },
+    minTokens: 4,
+    stopTokenIds: [2, 9],
+  };
+  assert.deepEqual(generateRequestSchema.parse(asking), asking);
+  const delta = {
+    type: "token-delta",
+    tokenIds: [7],
+    logprobs: [{ logprob: -0.25, top: [{ token: 7, logprob: -0.25 }, { token: 3, logprob: -1.5 }] }],
+  };
+  assert.deepEqual(generateResponseSchema.parse(delta), delta);
+  assert.throws(() => generateRequestSchema.parse({ ...request, logprobs: { top: 21 } }), /logprobs\.top must be in 0\.\.20/);
+  assert.throws(
+    () => generateRequestSchema.parse({ ...request, sampling: { temperature: 1, logitBias: [{ token: 1, bias: 101 }] } }),
+    /sampling\.logitBias\[0\]\.bias must be/,
+  );
+  assert.throws(
+    () => generateResponseSchema.parse({ ...delta, logprobs: [{ logprob: 0.5, top: [] }] }),
+    /logprobs\[0\]\.logprob must be/,
+    "a log-probability is never above 0",
+  );
+});
+
 test("each malformed field is refused by its path", () => {
   const cases: [unknown, RegExp][] = [
     [{ ...request, tokenIds: "1,2,3" }, /^tokenIds must be an array/],

@@ -110,6 +110,14 @@ const sampling: Schema<SamplingOptions> = object({
   presencePenalty: optional(num(-2, 2)),
   frequencyPenalty: optional(num(-2, 2)),
   repetitionPenalty: optional(num(0, 100)),
+  logitBias: optional(arrayOf(object({ token: tokenId, bias: num(-100, 100) }), 1 << 20)),
+});
+
+/** Most top log-probabilities a token delta carries per token (OpenAI's bound). */
+const MAX_TOP_LOGPROBS = 20;
+const tokenLogprob = object({
+  logprob: num(-1e6, 0),
+  top: arrayOf(object({ token: tokenId, logprob: num(-1e6, 0) }), MAX_TOP_LOGPROBS),
 });
 
 const descriptor: Schema<TransferDescriptor> = object({
@@ -163,6 +171,9 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
     ),
   ),
   timeoutMs: optional(num(0)),
+  logprobs: optional(object({ top: int(0, MAX_TOP_LOGPROBS) })),
+  minTokens: optional(int(0, MAX_TOKENS)),
+  stopTokenIds: optional(arrayOf(tokenId, 1 << 16)),
 });
 
 /** A JSON object kept whole (a user's JSON schema), bounded in depth. */
@@ -178,7 +189,11 @@ function jsonObject(): Schema<Readonly<Record<string, unknown>>> {
 }
 
 export const generateResponseSchema: Schema<GenerateResponse> = variants<GenerateResponse>({
-  "token-delta": object({ type: literal("token-delta"), tokenIds: arrayOf(tokenId, MAX_TOKENS) }),
+  "token-delta": object({
+    type: literal("token-delta"),
+    tokenIds: arrayOf(tokenId, MAX_TOKENS),
+    logprobs: optional(arrayOf(tokenLogprob, MAX_TOKENS)),
+  }),
   "request-end": object({
     type: literal("request-end"),
     finishReason: literal("stop", "length", "cancelled", "error"),

@@ -1,4 +1,5 @@
 import { ArmatureError } from "../../protocol/index.js";
+import { type ChatToolCall, parseMessageToolCalls, parseToolCallId, parseToolRequest, type ToolRequest } from "../tool-calls/index.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, invalid } from "./field-checks.js";
 import { chatFields, refuseUnservedFields } from "./request-fields.js";
@@ -6,11 +7,17 @@ import { chatFields, refuseUnservedFields } from "./request-fields.js";
 export interface ChatMessage {
   readonly role: string;
   readonly content: string;
+  /** An assistant message's earlier calls. */
+  readonly toolCalls?: readonly ChatToolCall[] | undefined;
+  /** A tool message: the call its content answers. */
+  readonly toolCallId?: string | undefined;
 }
 
 export interface ChatRequest extends CommonParams {
   readonly kind: "chat";
   readonly messages: readonly ChatMessage[];
+  /** `tools`, `tool_choice`, `parallel_tool_calls`; undefined when no tools are declared. */
+  readonly tools: ToolRequest | undefined;
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -21,7 +28,7 @@ export function parseChatRequest(raw: unknown): ChatRequest {
   refuseUnservedFields(body, chatFields);
   const messages = parseMessages(body.messages);
   const common = parseCommonParams(body, ["max_tokens", "max_completion_tokens"]);
-  return { kind: "chat", ...common, messages };
+  return { kind: "chat", ...common, messages, tools: parseToolRequest(body) };
 }
 
 /** Validates a chat request's `messages`: at least one, each with a role the templates know and text content. */
@@ -37,15 +44,30 @@ function parseMessage(value: unknown, index: number): ChatMessage {
   if (typeof message.role !== "string" || !ROLES.has(message.role)) {
     throw invalid(`${param}.role`, `'${param}.role' must be one of ${[...ROLES].join(", ")}`);
   }
-  // The template gets a message's role and content; anything else it would lose is refused by name.
+  // The template gets a message's role, content and tool fields; anything else it would lose is refused by name.
+  let toolCalls: ChatToolCall[] | undefined;
+  let toolCallId: string | undefined;
   for (const [key, field] of Object.entries(message)) {
     if (key === "role" || key === "content" || field === null || field === undefined) continue;
+    if (key === "tool_calls" && message.role === "assistant") {
+      toolCalls = parseMessageToolCalls(field, `${param}.tool_calls`);
+      continue;
+    }
+    if (key === "tool_call_id" && message.role === "tool") {
+      toolCallId = parseToolCallId(field, `${param}.tool_call_id`);
+      continue;
+    }
     if (Array.isArray(field) && field.length === 0) continue;
     throw new ArmatureError("NOT_SUPPORTED", `'${param}.${key}' is not supported by this server yet; leave it out`, {
       param: `${param}.${key}`,
     });
   }
-  return { role: message.role, content: parseContent(message.content, `${param}.content`, message.role) };
+  return {
+    role: message.role,
+    content: parseContent(message.content, `${param}.content`, message.role),
+    ...(toolCalls ? { toolCalls } : {}),
+    ...(toolCallId ? { toolCallId } : {}),
+  };
 }
 
 function parseContent(value: unknown, param: string, role: string): string {

@@ -148,16 +148,30 @@ for (const route of routes) {
 }
 
 test("a chat message's fields the template would lose are refused by name", () => {
-  // Regression: tool_call_id and an assistant's tool_calls were dropped from the conversation.
-  const messages = [
-    { role: "user", content: "hi" },
-    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
-  ];
-  assert.throws(
-    () => parseChatRequest({ model: "m", messages }),
-    (e: unknown) => isArmatureError(e) && e.param === "messages[1].tool_calls",
-  );
-  assert.doesNotThrow(() =>
-    parseChatRequest({ model: "m", messages: [{ role: "user", content: "hi", name: null, tool_calls: [] }] }),
-  );
+  // Regression: tool_call_id and an assistant's tool_calls were dropped from the conversation; they
+  // now reach the template, and fields it would still lose are refused.
+  const call = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } };
+  for (const [message, param] of [
+    [{ role: "user", content: "hi", name: "ann" }, "messages[0].name"],
+    [{ role: "user", content: "hi", tool_calls: [call] }, "messages[0].tool_calls"],
+    [{ role: "user", content: "hi", tool_call_id: "c1" }, "messages[0].tool_call_id"],
+  ] as const) {
+    assert.throws(
+      () => parseChatRequest({ model: "m", messages: [message] }),
+      (e: unknown) => isArmatureError(e) && e.param === param,
+      param,
+    );
+  }
+  const parsed = parseChatRequest({
+    model: "m",
+    messages: [
+      { role: "user", content: "hi", name: null, tool_calls: [] },
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "tool", content: "42", tool_call_id: "c1" },
+    ],
+  });
+  assert.deepEqual(parsed.messages.slice(1), [
+    { role: "assistant", content: "", toolCalls: [call] },
+    { role: "tool", content: "42", toolCallId: "c1" },
+  ]);
 });

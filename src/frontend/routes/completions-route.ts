@@ -13,6 +13,7 @@ import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { SseWriter } from "../sse-writer.js";
+import { ChatChunkShaper, chatAnswer, planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
 
 export interface CompletionsRouteDeps {
   readonly router: Router;
@@ -25,6 +26,8 @@ export interface CompletionsRouteDeps {
   readonly migrationLimit: number;
   /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
   readonly access?: RequestGrant | undefined;
+  /** `--tool-call-parser`: how `tool_choice: "auto"` answers are read; absent, the chat template tells. */
+  readonly toolCallParser?: ToolCallParserName | undefined;
 }
 
 type Kind = "chat" | "text";
@@ -78,11 +81,12 @@ export async function handleCompletions(
     // Only a served model's name labels metrics: a client's made-up names never reach the registry.
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
+    const toolPlan = toolPlanFor(request, pipeline, deps.toolCallParser);
     const tokenIds = promptTokens(request, pipeline);
     const generation = await startGeneration(deps.router, {
       pipeline,
       tokenIds,
-      params: request,
+      params: toolPlan.mode === "constrained" ? { ...request, constraint: toolPlan.constraint } : request,
       signal: controller.signal,
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,
@@ -105,8 +109,8 @@ export async function handleCompletions(
     };
     log.debug({ model: request.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
     const end = request.stream
-      ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log)
-      : await unaryResponse(kind, generation, idn, res, headers);
+      ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan)
+      : await unaryResponse(kind, generation, idn, res, headers, toolPlan);
     // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
     if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
     const usage = end?.usage;
@@ -143,6 +147,26 @@ export async function handleCompletions(
   }
 }
 
+/** How the request's tools are served; completions have none. */
+function toolPlanFor(
+  request: ChatRequest | CompletionRequest,
+  pipeline: ModelPipeline,
+  parser: ToolCallParserName | undefined,
+): ToolCallPlan {
+  if (request.kind !== "chat") return { mode: "text" };
+  const plan = planToolCalls(request.tools, pipeline.card, parser);
+  if (plan.mode === "constrained" && request.constraint) {
+    throw new ArmatureError(
+      "REQUEST_INVALID",
+      "'tool_choice' required or named cannot be combined with 'response_format'; send one",
+      {
+        param: "tool_choice",
+      },
+    );
+  }
+  return plan;
+}
+
 function isTimeout(reason: unknown): boolean {
   return reason instanceof ArmatureError && reason.code === "REQUEST_TIMEOUT";
 }
@@ -154,7 +178,7 @@ function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelP
       pipeline,
       "messages",
     );
-    return pipeline.tokenize(pipeline.renderChat(request.messages));
+    return pipeline.tokenize(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
   }
   if ("text" in request.prompt) {
     refuseIfSurelyTooLong([request.prompt.text], pipeline, "prompt");
@@ -176,6 +200,7 @@ async function unaryResponse(
   idn: ResponseIdentity,
   res: ServerResponse,
   headers: Record<string, string>,
+  toolPlan: ToolCallPlan,
 ): Promise<GenerationEnd | undefined> {
   let text = "";
   for await (const event of generation.events) {
@@ -183,7 +208,9 @@ async function unaryResponse(
     else {
       const body =
         kind === "chat"
-          ? chatFormat.response(idn, text, event.finishReason, event.usage)
+          ? ((a) => chatFormat.response(idn, a.content, a.finishReason, event.usage, a.toolCalls))(
+              chatAnswer(toolPlan, text, event.finishReason),
+            )
           : completionFormat.response(idn, text, event.finishReason, event.usage);
       sendJson(res, 200, body, headers);
       return event;
@@ -200,6 +227,7 @@ async function streamResponse(
   res: ServerResponse,
   headers: Record<string, string>,
   log: Logger,
+  toolPlan: ToolCallPlan,
 ): Promise<GenerationEnd | undefined> {
   const sse = new SseWriter(res, headers);
   const chunk = (text: string | null, finish: FinishReason | null): unknown =>
@@ -212,16 +240,19 @@ async function streamResponse(
         )
       : completionFormat.chunk(idn, text ?? "", finish, includeUsage);
   const textChunk = textChunkSerializer(kind, idn, includeUsage);
+  const tools = kind === "chat" ? new ChatChunkShaper(toolPlan, idn, includeUsage, textChunk) : undefined;
   try {
     if (kind === "chat") await sse.send(chunk(null, null));
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
-        await sse.send(textChunk(event.text));
+        for (const piece of tools ? tools.text(event.text) : [textChunk(event.text)]) await sse.send(piece);
         continue;
       }
+      const held = tools?.end(event.finishReason);
+      for (const piece of held?.chunks ?? []) await sse.send(piece);
       sse.cork(); // the final chunk, the usage chunk and [DONE] go out together; end() uncorks
-      await sse.send(chunk(null, event.finishReason));
+      await sse.send(chunk(null, held?.finishReason ?? event.finishReason));
       if (includeUsage) {
         await sse.send(kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage));
       }

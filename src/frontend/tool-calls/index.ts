@@ -1,3 +1,4 @@
+export { ChatChunkShaper, chatAnswer } from "./chat-chunks.js";
 export { hermesParser } from "./hermes.js";
 export { llama3JsonParser } from "./llama3-json.js";
 export { mistralParser } from "./mistral.js";
@@ -5,6 +6,7 @@ export { inferToolCallParser, isToolCallParserName, toolCallParser } from "./par
 export { pythonicParser } from "./pythonic.js";
 export type { ChatDelta, ChatDeltaShaper, ToolCallChunk } from "./stream-types.js";
 export { readConstrainedCalls, toolCallConstraint } from "./tool-constraint.js";
+export { parseMessageToolCalls, parseToolCallId, templateToolCalls, templateTools } from "./tool-messages.js";
 export { answerWithToolCalls, planToolCalls, type ToolCallPlan, toolCallStream } from "./tool-plan.js";
 export { parseToolRequest } from "./tool-request.js";
 export {
