@@ -1,5 +1,11 @@
 import { ArmatureError } from "../../protocol/index.js";
-import { type ChatToolCall, parseMessageToolCalls, parseToolCallId, parseToolRequest, type ToolRequest } from "../tool-calls/index.js";
+import {
+  type ChatToolCall,
+  parseMessageToolCalls,
+  parseToolCallId,
+  parseToolRequest,
+  type ToolRequest,
+} from "../tool-calls/index.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, invalid } from "./field-checks.js";
 import { chatFields, refuseUnservedFields } from "./request-fields.js";
