@@ -172,6 +172,12 @@ test("embeddings leave generation alone: a greedy completion is the same before 
   assert.equal(await complete(), before);
 });
 
+test("embeddings requests are counted in /metrics under their own endpoint", async () => {
+  await client.embeddings.create({ model: MODEL, input: "counted" });
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  assert.match(metrics, /armature_frontend_requests_total\{[^}]*endpoint="embeddings"[^}]*status="success"[^}]*\} [1-9]/);
+});
+
 test("the mocker computes no embeddings: a 400 that names the model, the engine and the flag that serves them", async () => {
   const mocker = await startServe(["--engine", "mocker", "--model-name", "mocked"]);
   try {
