@@ -17,6 +17,7 @@ import { handleCompletions } from "./routes/completions-route.js";
 import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
+import { handleResponses } from "./routes/responses-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
 import type { ToolCallParserName } from "./tool-calls/index.js";
 
@@ -202,6 +203,8 @@ export class Frontend {
         return handleMessages(req, res, requestId, deps);
       case "POST /v1/messages/count_tokens":
         return handleCountTokens(req, res, requestId, deps);
+      case "POST /v1/responses":
+        return handleResponses(req, res, requestId, deps);
       case "POST /v1/embeddings":
         return handleEmbeddings(req, res, requestId, deps);
       case "POST /tokenize":
@@ -253,6 +256,7 @@ export class Frontend {
             "/v1/completions",
             "/v1/embeddings",
             ...ANTHROPIC_PATHS,
+            "/v1/responses",
             "/v1/models",
             "/v1/planner",
             "/health",

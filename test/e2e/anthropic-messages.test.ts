@@ -77,15 +77,16 @@ test("a message comes back as Anthropic's Message, its prompt counted as count_t
 });
 
 test("max_tokens ends a message with stop_reason max_tokens after exactly that many tokens", async () => {
+  // The greedy answer to this prompt is longer than one token.
   const message = await client.messages.create({
     model: MODEL,
-    max_tokens: 4,
+    max_tokens: 1,
     messages: [{ role: "user", content: "Tell me a story" }],
     ...greedy,
   });
   assert.equal(message.stop_reason, "max_tokens");
   assert.equal(message.stop_sequence, null);
-  assert.equal(message.usage.output_tokens, 4);
+  assert.equal(message.usage.output_tokens, 1);
 });
 
 test("a stop sequence ends the text before it, with stop_reason stop_sequence naming it", async () => {
@@ -145,7 +146,7 @@ test("a streamed message is Anthropic's documented event sequence, each event na
 test("the SDK's messages.stream() accumulates the events into the final message", async () => {
   const stream = client.messages.stream({
     model: MODEL,
-    max_tokens: 5,
+    max_tokens: 1,
     messages: [{ role: "user", content: "Hi" }],
     ...greedy,
   });
@@ -156,7 +157,7 @@ test("the SDK's messages.stream() accumulates the events into the final message"
   const final = await stream.finalMessage();
   assert.equal(textOf(final), streamed);
   assert.equal(final.stop_reason, "max_tokens");
-  assert.equal(final.usage.output_tokens, 5);
+  assert.equal(final.usage.output_tokens, 1);
   const raw = await client.messages.create({
     model: MODEL,
     max_tokens: 5,

@@ -172,6 +172,25 @@ test("embeddings leave generation alone: a greedy completion is the same before 
   assert.equal(await complete(), before);
 });
 
+test("embeddings and completions at once: each gets what it gets alone", async () => {
+  const texts = ["first of many", "second of many", "third", "fourth one here"];
+  const alone = await floats(texts);
+  const prompts = ["Once upon", "The end of", "In a land"];
+  // Completions one after another (a batch of one sequence each time), embeddings all at once beside them.
+  const completeAll = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for (const prompt of prompts) {
+      const completion = await client.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0 });
+      out.push(completion.choices[0]?.text ?? "");
+    }
+    return out;
+  };
+  const expected = await completeAll();
+  const [vectors, completions] = await Promise.all([Promise.all(texts.map(async (t) => (await floats(t))[0])), completeAll()]);
+  assert.deepEqual(vectors, alone);
+  assert.deepEqual(completions, expected);
+});
+
 test("embeddings requests are counted in /metrics under their own endpoint", async () => {
   await client.embeddings.create({ model: MODEL, input: "counted" });
   const metrics = await (await fetch(`${server.url}/metrics`)).text();

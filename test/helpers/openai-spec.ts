@@ -6,7 +6,7 @@ import addFormatsModule from "ajv-formats";
 const SPEC = fileURLToPath(new URL("../fixtures/openai/openai-inference-subset.openapi.json", import.meta.url));
 
 /** OpenAPI 3.0's `nullable: true` (still in the OpenAI 3.1 spec) → `anyOf [schema, null]`. */
-function fixNullable(node: unknown): unknown {
+export function fixNullable(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(fixNullable);
   if (node === null || typeof node !== "object") return node;
   const out: Record<string, unknown> = {};
