@@ -128,7 +128,7 @@ export async function fleetSnapshot(
     },
     routing: {
       routed,
-      byWorker,
+      byWorker: Object.fromEntries(Object.entries(byWorker).filter(([id]) => workers.some((w) => w.id === id))),
       recent: window
         .recentRoutes()
         .filter((r) => allowsModel(r.model))

@@ -157,7 +157,8 @@
     $("planner-decisions").hidden = !planner;
     fillRows($("planner-decisions").tBodies[0], planner?.decisions ?? [], (d) => {
       const row = document.createElement("tr");
-      cell(row, clock(d.atMs));
+      // The planner's clock counts from its start (or, in a replay, the trace's).
+      cell(row, `+${fmt(d.atMs / 1000)} s`);
       cell(row, d.loop);
       cell(row, d.pool);
       cell(row, `${d.from} → ${d.to}`);
@@ -169,16 +170,24 @@
   }
 
   const charts = {};
+  // series: [label, colour, scale?]; a second scale gets its own axis on the right.
   function chart(id, series, data) {
     const element = $(id);
     const width = Math.max(300, element.clientWidth || 400);
     if (!charts[id]) {
+      const scales = [...new Set(series.map(([, , scale]) => scale ?? "y"))];
       charts[id] = new uPlot(
         {
           width,
           height: 180,
-          series: [{}, ...series.map(([label, stroke]) => ({ label, stroke, width: 1.5, spanGaps: true }))],
-          axes: [{ stroke: "#8b98a5" }, { stroke: "#8b98a5" }],
+          series: [
+            {},
+            ...series.map(([label, stroke, scale]) => ({ label, stroke, scale: scale ?? "y", width: 1.5, spanGaps: true })),
+          ],
+          axes: [
+            { stroke: "#8b98a5" },
+            ...scales.map((scale, i) => ({ scale, stroke: "#8b98a5", side: i === 0 ? 3 : 1, grid: { show: i === 0 } })),
+          ],
         },
         data,
         element,
@@ -196,7 +205,7 @@
       "chart-rate",
       [
         ["requests/s", "#4aa3ff"],
-        ["tokens/s", "#3fb950"],
+        ["tokens/s", "#3fb950", "tokens"],
       ],
       [t, s.map((p) => p.requestsPerSecond), s.map((p) => p.outputTokensPerSecond)],
     );
