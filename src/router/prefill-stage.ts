@@ -122,7 +122,9 @@ export class PrefillStage {
   async #localReason(request: GenerateRequest, decodeHeld: () => Promise<number>): Promise<PrefillOutcome | undefined> {
     const prefillWorkers = this.#o.router.eligibleWorkers(request.model);
     if (prefillWorkers.length === 0) return "local_no_prefill_worker";
-    if (request.constraint) return "local_constrained";
+    // The first token is sampled where the prompt is prefilled: a constrained, biased, min_tokens
+    // or logprobs request's first token needs the decode worker's sampler settings and reports.
+    if (request.constraint || request.logprobs || request.sampling.logitBias || request.minTokens) return "local_constrained";
     const threshold = this.#o.thresholdTokens ?? 0;
     if (threshold > 0) {
       let cachedBlocks = 0;

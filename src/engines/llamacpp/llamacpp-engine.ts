@@ -35,6 +35,7 @@ import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import { RateMeter } from "./rate-meter.js";
+import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
 import { readStateFileTokens } from "./state-file.js";
@@ -226,6 +227,10 @@ export class LlamaCppEngine implements Engine {
     if (request.constraint) {
       throw new ArmatureError("NOT_SUPPORTED", "constrained (response_format) requests are prefilled where they decode");
     }
+    if (request.logprobs || request.sampling.logitBias?.length || request.minTokens) {
+      // The first token's sampling and log-probabilities would be the prefill worker's to report.
+      throw new ArmatureError("NOT_SUPPORTED", "logprobs, logit_bias and min_tokens requests are prefilled where they decode");
+    }
     const held = await this.#hold(tokens, options.signal);
     try {
       const slot = held.slot;
@@ -371,10 +376,13 @@ export class LlamaCppEngine implements Engine {
     const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
     const generated: number[] = [];
     const grammarState = grammar ? new LlamaGrammarEvaluationState({ model: this.#model, grammar }) : undefined;
+    const tokenBias = tokenBiasFor(this.#model, request, this.info.eosTokenIds ?? [], generated);
     const evaluateOptions = {
       ...toEvaluateOptions(request.sampling, generated, grammarState),
+      ...(tokenBias ? { tokenBias } : {}),
       yieldEogToken: request.ignoreEos === true,
     };
+    const stopTokens = new Set(request.stopTokenIds ?? []);
     let finish: FinishReason = "stop";
     let yielded = 0;
     let input = tokens.slice(reused);
@@ -387,10 +395,10 @@ export class LlamaCppEngine implements Engine {
       input = [imported.firstToken];
     }
     const evaluating = performance.now();
-    const pump = new TokenPump(sequence.evaluate(input as Token[], evaluateOptions), {
+    const pump = new TokenPump<SampledToken>(sampledTokens(sequence, input, evaluateOptions, request.logprobs), {
       capacity: 4,
       limit: budget - yielded,
-      onToken: (token) => {
+      onToken: ({ token }) => {
         generated.push(token);
         if (generated.length === 1) {
           if (!imported) this.#prefillRate.record(input.length, (performance.now() - evaluating) / 1000);
@@ -404,10 +412,14 @@ export class LlamaCppEngine implements Engine {
           finish = "cancelled";
           break;
         }
-        const token = await pump.next();
-        if (token === undefined) break;
+        const sampled = await pump.next();
+        if (sampled === undefined) break;
         yielded++;
-        yield { type: "token-delta", tokenIds: [token] };
+        yield sampled.logprob
+          ? { type: "token-delta", tokenIds: [sampled.token], logprobs: [sampled.logprob] }
+          : { type: "token-delta", tokenIds: [sampled.token] };
+        // min_tokens kept the stop tokens from being sampled before it.
+        if (stopTokens.has(sampled.token)) break;
         if (yielded >= budget) {
           finish = "length";
           break;

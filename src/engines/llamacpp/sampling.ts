@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import type { LlamaGrammarEvaluationState, SequenceEvaluateOptions, Token } from "node-llama-cpp";
 import type { SamplingOptions } from "../../protocol/index.js";
 
@@ -18,7 +19,12 @@ export function toEvaluateOptions(
     options.topP = sampling.topP ?? 1;
     options.minP = sampling.minP ?? 0;
   }
-  if (sampling.seed !== undefined) options.seed = sampling.seed;
+  // Unseeded, node-llama-cpp seeds from the clock in seconds: requests started in the same second
+  // (the choices of n > 1) would draw the same tokens. A seed asked for makes a request reproducible.
+  // Negative and large seeds are taken modulo 2^32 (llama.cpp's seed is 32 bits; node-llama-cpp clamps negatives to 0).
+  if (sampling.temperature > 0) {
+    options.seed = sampling.seed === undefined ? randomInt(0x7fffffff) : ((sampling.seed % 2 ** 32) + 2 ** 32) % 2 ** 32;
+  }
   if (grammar) options.grammarEvaluationState = grammar;
   const presence = sampling.presencePenalty ?? 0;
   const frequency = sampling.frequencyPenalty ?? 0;

@@ -3,11 +3,11 @@
  * buffered, so decoding the next token overlaps with the consumer's work on this one (streaming,
  * detokenizing, writing to the socket). Stops after `limit` tokens, or when told.
  */
-export class TokenPump {
-  readonly #source: AsyncIterator<number>;
+export class TokenPump<T = number> {
+  readonly #source: AsyncIterator<T>;
   readonly #capacity: number;
   readonly #limit: number;
-  readonly #buffer: number[] = [];
+  readonly #buffer: T[] = [];
   #produced = 0;
   #done = false;
   #error: unknown;
@@ -16,7 +16,7 @@ export class TokenPump {
   #wakeProducer: (() => void) | undefined;
   readonly #loop: Promise<void>;
 
-  constructor(source: AsyncIterator<number>, options: { capacity: number; limit: number; onToken: (token: number) => void }) {
+  constructor(source: AsyncIterator<T>, options: { capacity: number; limit: number; onToken: (token: T) => void }) {
     this.#source = source;
     this.#capacity = options.capacity;
     this.#limit = options.limit;
@@ -24,14 +24,14 @@ export class TokenPump {
   }
 
   /** The next token, or `undefined` when the source ended, hit the limit or was stopped. */
-  async next(): Promise<number | undefined> {
+  async next(): Promise<T | undefined> {
     while (this.#buffer.length === 0 && !this.#done) {
       await new Promise<void>((resolve) => {
         this.#wakeConsumer = resolve;
       });
     }
     if (this.#buffer.length > 0) {
-      const token = this.#buffer.shift() as number;
+      const token = this.#buffer.shift() as T;
       this.#wakeProducer?.();
       return token;
     }
@@ -46,7 +46,7 @@ export class TokenPump {
     await this.#loop;
   }
 
-  async #run(onToken: (token: number) => void): Promise<void> {
+  async #run(onToken: (token: T) => void): Promise<void> {
     try {
       while (!this.#stopped && this.#produced < this.#limit) {
         if (this.#buffer.length >= this.#capacity) {

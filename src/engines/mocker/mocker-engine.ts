@@ -217,6 +217,9 @@ export class MockerEngine implements Engine {
       throw new ArmatureError("TRANSFER_FAILED", `the mocker cannot import ${imported.format} KV`, { retryable: true });
     }
     const pending: Pending = { tokens: [], end: undefined, wake: undefined };
+    /** Tokens sent so far; where a stop token (`stopTokenIds`) ended the output. */
+    let delivered = 0;
+    let stoppedAfter: number | undefined;
     this.#pending.set(sequence, pending);
     const onAbort = (): void => {
       sequence.cancelled = true;
@@ -232,18 +235,26 @@ export class MockerEngine implements Engine {
           });
           pending.wake = undefined;
         }
-        if (pending.tokens.length > 0) {
-          yield { type: "token-delta", tokenIds: pending.tokens.splice(0) };
-          continue;
+        if (pending.tokens.length > 0 && stoppedAfter === undefined) {
+          const tokens = pending.tokens.splice(0);
+          const stopAt = stopTokenIndex(request, tokens, delivered);
+          delivered += tokens.length;
+          if (stopAt === undefined) {
+            yield { type: "token-delta", tokenIds: tokens };
+            continue;
+          }
+          yield { type: "token-delta", tokenIds: tokens.slice(0, stopAt + 1) };
+          stoppedAfter = delivered - tokens.length + stopAt + 1;
+          onAbort(); // the scheduler drops the sequence; its later tokens are not sent
         }
-        if (pending.end === "failed") {
+        if (pending.end === "failed" && stoppedAfter === undefined) {
           throw new ArmatureError(
             this.#closed ? "ENGINE_CLOSED" : "REQUEST_INVALID",
             this.#closed ? "engine closed" : `the request needs more KV blocks than this worker has (${this.info.totalKvBlocks})`,
             { retryable: this.#closed },
           );
         }
-        const finishReason: FinishReason = sequence.cancelled ? "cancelled" : "length";
+        const finishReason: FinishReason = stoppedAfter !== undefined ? "stop" : sequence.cancelled ? "cancelled" : "length";
         if (sequence.importedFirstToken === undefined) {
           for (const listener of this.#tierListeners) listener(request.requestId, sequence.tierCachedTokens);
         }
@@ -252,7 +263,7 @@ export class MockerEngine implements Engine {
           type: "request-end",
           finishReason,
           promptTokens: sequence.promptLength,
-          completionTokens: sequence.generated,
+          completionTokens: stoppedAfter ?? sequence.generated,
           cachedTokens: sequence.cachedTokens,
           ...(hostCachedTokens > 0 ? { hostCachedTokens } : {}),
         };
@@ -298,4 +309,13 @@ export class MockerEngine implements Engine {
     else pending.end = event === "failed" ? "failed" : "length";
     pending.wake?.();
   }
+}
+
+/** Where in `tokens` (the output's tokens from `offset` on) a stop token ends it, from token `minTokens` on. */
+function stopTokenIndex(request: GenerateRequest, tokens: readonly number[], offset: number): number | undefined {
+  const stops = request.stopTokenIds;
+  if (!stops || stops.length === 0) return undefined;
+  const from = Math.max(0, (request.minTokens ?? 0) - offset);
+  for (let i = from; i < tokens.length; i++) if (stops.includes(tokens[i] as number)) return i;
+  return undefined;
 }
