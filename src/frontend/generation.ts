@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
 import type { RoutingDecision } from "./frontend-metrics.js";
+import { refuseUnservableParams } from "./engine-support.js";
 import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
+import { describeLogprobs, type TokenLogprobEntry } from "./logprobs-format.js";
 import { migratingStream } from "./migrating-stream.js";
 import type { ModelPipeline } from "./model-pipelines.js";
 import type { CommonParams } from "./requests/common-params.js";
@@ -16,7 +18,12 @@ export interface Usage {
 }
 
 export type GenerationEvent =
-  | { readonly type: "text"; readonly text: string }
+  | {
+      readonly type: "text";
+      readonly text: string;
+      /** With `params.logprobs`: the tokens this text came from (the text may be "" while a character or stop string is held back). */
+      readonly logprobs?: readonly TokenLogprobEntry[] | undefined;
+    }
   | {
       readonly type: "end";
       readonly finishReason: "stop" | "length";
@@ -67,6 +74,7 @@ export interface GenerationInput {
  */
 export async function startGeneration(router: Router, input: GenerationInput): Promise<Generation> {
   const { pipeline, tokenIds, params } = input;
+  refuseUnservableParams(pipeline, params);
   const request: GenerateRequest = {
     type: "generate-request",
     requestId: randomUUID(),
@@ -76,6 +84,9 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     maxTokens: resolveMaxTokens(pipeline, tokenIds.length, params.maxTokens),
     ignoreEos: params.ignoreEos,
     constraint: params.constraint,
+    ...(params.logprobs ? { logprobs: params.logprobs } : {}),
+    ...(params.minTokens ? { minTokens: params.minTokens } : {}),
+    ...(params.stopTokenIds ? { stopTokenIds: params.stopTokenIds } : {}),
     ...(input.timeoutMs === undefined ? {} : { timeoutMs: Math.round(input.timeoutMs) }),
   };
   const call = await router.route(request, {
@@ -154,7 +165,11 @@ async function* textEvents(
         received += item.tokenIds.length;
         input.observer.onTokens(item.tokenIds.length);
         const { text, stopped } = stops.push(detokenizer.push(item.tokenIds));
-        if (text !== "") yield { type: "text", text };
+        const logprobs =
+          item.logprobs &&
+          describeLogprobs(input.pipeline.tokenizer, item.tokenIds, item.logprobs, input.params.returnTokensAsTokenIds);
+        if (logprobs) yield { type: "text", text, logprobs };
+        else if (text !== "") yield { type: "text", text };
         if (stopped) {
           finishReason = "stop";
           stoppedByString = true;

@@ -7,7 +7,7 @@ import {
   type ToolRequest,
 } from "../tool-calls/index.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
-import { asObject, invalid } from "./field-checks.js";
+import { asObject, invalid, optionalBoolean, optionalNumber } from "./field-checks.js";
 import { chatFields, refuseUnservedFields } from "./request-fields.js";
 
 export interface ChatMessage {
@@ -34,7 +34,15 @@ export function parseChatRequest(raw: unknown): ChatRequest {
   refuseUnservedFields(body, chatFields);
   const messages = parseMessages(body.messages);
   const common = parseCommonParams(body, ["max_tokens", "max_completion_tokens"]);
-  return { kind: "chat", ...common, messages, tools: parseToolRequest(body) };
+  return { kind: "chat", ...common, logprobs: parseChatLogprobs(body), messages, tools: parseToolRequest(body) };
+}
+
+/** `logprobs: true` asks for the chosen tokens' log-probabilities, `top_logprobs` (0..20, with it) for the likeliest alternatives. */
+function parseChatLogprobs(body: Record<string, unknown>): { top: number } | undefined {
+  const wanted = optionalBoolean(body, "logprobs") ?? false;
+  const top = optionalNumber(body, "top_logprobs", { integer: true, min: 0, max: 20 });
+  if (top !== undefined && top > 0 && !wanted) throw invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  return wanted ? { top: top ?? 0 } : undefined;
 }
 
 /** Validates a chat request's `messages`: at least one, each with a role the templates know and text content. */

@@ -1,6 +1,7 @@
-import { ArmatureError, type ResponseConstraint, type SamplingOptions } from "../../protocol/index.js";
+import type { ResponseConstraint, SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
+import { parseSamplingFields } from "./sampling-fields.js";
 
 /** Everything both completion endpoints accept besides the prompt itself. */
 export interface CommonParams {
@@ -17,16 +18,23 @@ export interface CommonParams {
   readonly pinnedWorkerId: string | undefined;
   /** `nvext.router_config_override` / `nvext.agent_hints.kv_overlap_score_weight`. */
   readonly routerOverrides: { overlapWeight?: number | undefined; temperature?: number | undefined } | undefined;
+  /** Choices per prompt (`n`); absent: 1. */
+  readonly n?: number | undefined;
+  /** vLLM's `min_tokens`: no end-of-sequence or stop token before this many. */
+  readonly minTokens?: number | undefined;
+  /** vLLM's `stop_token_ids`. */
+  readonly stopTokenIds?: readonly number[] | undefined;
+  /** Token log-probabilities asked for (chat `logprobs`/`top_logprobs`, completions `logprobs`); each route sets it. */
+  readonly logprobs?: { readonly top: number } | undefined;
+  /** vLLM's `return_tokens_as_token_ids`: log-probability tokens are written `token_id:<id>`. */
+  readonly returnTokensAsTokenIds?: boolean | undefined;
 }
 
 /** Validates the shared fields; throws `REQUEST_INVALID`/`NOT_SUPPORTED` naming the field. */
 export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]): CommonParams {
   const model = requiredString(body, "model");
   const stream = optionalBoolean(body, "stream") ?? false;
-  const n = optionalNumber(body, "n", { integer: true, min: 1 });
-  if (n !== undefined && n > 1) {
-    throw new ArmatureError("NOT_SUPPORTED", "'n' greater than 1 is not supported yet; send n separate requests", { param: "n" });
-  }
+  const { n, logitBias, minTokens, stopTokenIds } = parseSamplingFields(body);
   let maxTokens: number | undefined;
   for (const key of maxTokensKeys) {
     const value = optionalNumber(body, key, { integer: true, min: 1 });
@@ -48,6 +56,7 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
     presencePenalty: optionalNumber(body, "presence_penalty", { min: -2, max: 2 }),
     frequencyPenalty: optionalNumber(body, "frequency_penalty", { min: -2, max: 2 }),
     repetitionPenalty: optionalNumber(body, "repetition_penalty", { min: 0 }),
+    logitBias,
   };
   return {
     model,
@@ -60,6 +69,11 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
     ignoreEos: optionalBoolean(body, "ignore_eos") ?? false,
     pinnedWorkerId: parseNvext(body.nvext),
     routerOverrides: parseRouterOverrides(body.nvext),
+    n,
+    minTokens,
+    stopTokenIds,
+    logprobs: undefined,
+    returnTokensAsTokenIds: optionalBoolean(body, "return_tokens_as_token_ids") ?? false,
   };
 }
 

@@ -44,9 +44,12 @@ const shared: Record<string, FieldRule> = {
   min_p: honoured,
   repetition_penalty: honoured,
   ignore_eos: honoured,
+  min_tokens: honoured,
+  stop_token_ids: honoured,
+  return_tokens_as_token_ids: honoured,
   nvext: honoured,
   user: accepted("a caller's label for abuse monitoring; it does not change the output"),
-  logit_bias: refusedUnless("{}", emptyObject),
+  logit_bias: honoured,
 };
 
 /** `POST /v1/chat/completions`, every field of OpenAI's CreateChatCompletionRequest and our extensions. */
@@ -62,8 +65,8 @@ export const chatFields: Readonly<Record<string, FieldRule>> = {
   prompt_cache_options: accepted("a caching hint; the workers' caches keep prefixes as their capacity allows"),
   service_tier: refusedUnless('"auto" or "default"', (v) => absent(v) || v === "auto" || v === "default"),
   store: refusedUnless("false", isFalse),
-  logprobs: refusedUnless("false", isFalse),
-  top_logprobs: refusedUnless("0", (v) => absent(v) || v === 0),
+  logprobs: honoured,
+  top_logprobs: honoured,
   tools: honoured,
   tool_choice: honoured,
   parallel_tool_calls: honoured,
@@ -82,9 +85,9 @@ export const chatFields: Readonly<Record<string, FieldRule>> = {
 export const completionFields: Readonly<Record<string, FieldRule>> = {
   ...shared,
   prompt: honoured,
-  echo: refusedUnless("false", isFalse),
-  best_of: refusedUnless("1", (v) => absent(v) || v === 1),
-  logprobs: refusedUnless("null", absent),
+  echo: honoured,
+  best_of: honoured,
+  logprobs: honoured,
   suffix: refusedUnless('null or ""', (v) => absent(v) || v === ""),
 };
 

@@ -3,8 +3,11 @@ import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
+import { planChoices } from "../choice-plan.js";
+import { sendChoices } from "../choice-responses.js";
+import { startChoices } from "../choices.js";
 import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
+import { type Generation, type GenerationEnd, type GenerationInput, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
@@ -83,7 +86,14 @@ export async function handleCompletions(
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const toolPlan = toolPlanFor(request, pipeline, deps.toolCallParser);
     const tokenIds = promptTokens(request, pipeline);
-    const generation = await startGeneration(deps.router, {
+    const choicePlan = planChoices(
+      request,
+      pipeline,
+      tokenIds,
+      (prompt) => promptTokens({ ...request, prompt } as CompletionRequest, pipeline),
+      toolPlan.mode !== "text",
+    );
+    const generationInput: GenerationInput = {
       pipeline,
       tokenIds,
       params: toolPlan.mode === "constrained" ? { ...request, constraint: toolPlan.constraint } : request,
@@ -95,7 +105,10 @@ export async function handleCompletions(
         deps.metrics.migrations.inc({ model: request.model });
         log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
       },
-    });
+    };
+    // n > 1, best_of, prompt batches, echo and logprobs take the choices path (src/frontend/choices.ts).
+    const choices = choicePlan && (await startChoices(deps.router, { ...generationInput, ...choicePlan }));
+    const generation = choices ? choices.first : await startGeneration(deps.router, generationInput);
     const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
     if (generation.prefillWorkerId) headers["x-armature-prefill-worker"] = generation.prefillWorkerId;
     if (generation.overlapBlocks !== undefined) {
@@ -108,9 +121,11 @@ export async function handleCompletions(
       model: request.model,
     };
     log.debug({ model: request.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
-    const end = request.stream
-      ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan)
-      : await unaryResponse(kind, generation, idn, res, headers, toolPlan);
+    const end = choices
+      ? await sendChoices(kind, choices, idn, (choicePlan as NonNullable<typeof choicePlan>).response, res, headers, log)
+      : request.stream
+        ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan)
+        : await unaryResponse(kind, generation, idn, res, headers, toolPlan);
     // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
     if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
     const usage = end?.usage;
