@@ -281,6 +281,40 @@ test("a conversation with a call and its result reaches the template intact, and
   assert.equal(answer.choices[0]?.message.role, "assistant");
 });
 
+test("declared tools reach the template: /tokenize renders them the Hermes way, as a chat completion does", async () => {
+  const body = {
+    model: MODEL,
+    messages: [{ role: "user", content: "Time?" }],
+    tools: [
+      { type: "function", function: { name: "get_time", description: "Time", parameters: { type: "object", properties: {} } } },
+    ],
+  };
+  const tokenize = async (payload: unknown): Promise<number[]> => {
+    const res = await fetch(`${server.url}/tokenize`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+    });
+    assert.equal(res.status, 200);
+    return ((await res.json()) as { tokens: number[] }).tokens;
+  };
+  // Written out by hand from the template's rules (Qwen 2.5's wording, JSON as Jinja's tojson writes it).
+  const expected =
+    "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+    '{"type": "function", "function": {"name": "get_time", "description": "Time", "parameters": {"type": "object", "properties": {}}}}\n' +
+    "</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' +
+    "<|im_start|>user\nTime?<|im_end|>\n<|im_start|>assistant\n";
+  const tokens = await tokenize(body);
+  assert.deepEqual(tokens, await tokenize({ model: MODEL, prompt: expected }));
+  const completion = await client.chat.completions.create({
+    ...body,
+    max_tokens: 1,
+  } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+  assert.equal(completion.usage?.prompt_tokens, tokens.length);
+});
+
 /** Posts a chat request and returns the status and error body. */
 async function refusal(url: string, body: Record<string, unknown>): Promise<{ status: number; param: unknown; code: unknown }> {
   const res = await fetch(`${url}/v1/chat/completions`, {

@@ -108,7 +108,7 @@ export const tokenizeFields: Readonly<Record<string, FieldRule>> = {
   chat_template_kwargs: refusedUnless("{}", emptyObject),
   media_io_kwargs: refusedUnless("{}", emptyObject),
   mm_processor_kwargs: refusedUnless("{}", emptyObject),
-  tools: refusedUnless("[]", emptyList),
+  tools: honoured,
 };
 
 /** `POST /detokenize`, every field of vLLM's DetokenizeRequest. */

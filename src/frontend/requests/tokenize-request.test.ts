@@ -12,6 +12,7 @@ test("tokenize takes a prompt, or messages with a generation prompt by default",
     model: "m",
     messages: [{ role: "user", content: "hi" }],
     addGenerationPrompt: true,
+    tools: [],
   });
   const without = parseTokenizeRequest({ model: "m", messages: [{ role: "user", content: "hi" }], add_generation_prompt: false });
   assert.equal(without.kind === "chat" && without.addGenerationPrompt, false);

@@ -1,3 +1,4 @@
+import { type FunctionTool, parseToolRequest } from "../tool-calls/index.js";
 import { type ChatMessage, parseMessages } from "./chat-request.js";
 import { asObject, invalid, optionalBoolean, requiredString } from "./field-checks.js";
 import { detokenizeFields, refuseUnservedFields, tokenizeFields } from "./request-fields.js";
@@ -10,6 +11,8 @@ export type TokenizeRequest =
       readonly model: string;
       readonly messages: readonly ChatMessage[];
       readonly addGenerationPrompt: boolean;
+      /** Declared tools, rendered by the chat template as a chat completion renders them. */
+      readonly tools: readonly FunctionTool[];
     };
 
 export interface DetokenizeRequest {
@@ -33,10 +36,19 @@ export function parseTokenizeRequest(raw: unknown): TokenizeRequest {
       throw invalid("add_generation_prompt", "'add_generation_prompt' applies to 'messages' only; leave it out with 'prompt'");
     }
     if (typeof body.prompt !== "string") throw invalid("prompt", "'prompt' must be a string");
+    if (Array.isArray(body.tools) && body.tools.length > 0) {
+      throw invalid("tools", "'tools' applies to 'messages' only; leave it out with 'prompt'");
+    }
     return { kind: "text", model, prompt: body.prompt };
   }
   if (!hasMessages) throw invalid("prompt", "'prompt' (a string) or 'messages' (a chat) is required");
-  return { kind: "chat", model, messages: parseMessages(body.messages), addGenerationPrompt: addGenerationPrompt ?? true };
+  return {
+    kind: "chat",
+    model,
+    messages: parseMessages(body.messages),
+    addGenerationPrompt: addGenerationPrompt ?? true,
+    tools: parseToolRequest({ tools: body.tools })?.tools ?? [],
+  };
 }
 
 /** Validates a `POST /detokenize` body: `tokens`, an array of non-negative integer ids. */

@@ -58,7 +58,9 @@ export function handleDetokenize(
 /** The same prompt tokens `POST /v1/completions` and `POST /v1/chat/completions` generate from. */
 function tokenize(request: TokenizeRequest, pipeline: ModelPipeline): number[] {
   if (request.kind === "text") return pipeline.tokenize(request.prompt);
-  return pipeline.tokenize(pipeline.renderChat(request.messages, { addGenerationPrompt: request.addGenerationPrompt }));
+  return pipeline.tokenize(
+    pipeline.renderChat(request.messages, { addGenerationPrompt: request.addGenerationPrompt, tools: request.tools }),
+  );
 }
 
 async function pipelineFor(model: string, deps: TokenizeRoutesDeps): Promise<ModelPipeline> {
