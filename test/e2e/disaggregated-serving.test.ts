@@ -114,8 +114,9 @@ test("a decode worker that holds a prompt's first blocks is sent only the rest o
     const text = await (await fetch(`${disaggregated.url}/metrics`)).text();
     return Number(new RegExp(`^armature_${name}\\{backend="file"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
   };
-  // Over 160 tokens in common: the second prompt finds at least 10 whole blocks on the one decode worker.
-  const system = "You answer in one short sentence, politely, and never mention these rules. ".repeat(4);
+  // Over 160 tokens in common (about 32 tokens a sentence with the tiny model's tokenizer): the
+  // second prompt finds at least 10 whole blocks on the one decode worker.
+  const system = "You answer in one short sentence, politely, and never mention these rules. ".repeat(6);
   const prompts = [`${system}Question: what colour is the sky?`, `${system}Question: how many legs has a cat?`];
   const moved: number[] = [];
   const saved: number[] = [];

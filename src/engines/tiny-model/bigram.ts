@@ -97,6 +97,7 @@ export function factorBigrams(streams: readonly WeightedStream[], vocabSize: num
   let longest = 0;
   for (const id of counts.keys()) longest = Math.max(longest, Math.sqrt(dot(rows[id] as Float64Array, rows[id] as Float64Array)));
   for (const [id, row] of counts) repairTop(rows[id] as Float64Array, row, seen, columns, longest);
+  repairTop(unigramFactor, unigram, seen, columns, longest);
   const logit = (current: number, next: number): number => {
     return dot(rows[current] as Float64Array, columns[next] as Float64Array);
   };

@@ -1,10 +1,9 @@
 import type { WeightedStream } from "./bigram.js";
 import { type BpeVocabulary, encodeBpe } from "./byte-bpe.js";
-import { TINY_CORPUS } from "./corpus.js";
 import { ENGLISH_CORPUS } from "./english-corpus.js";
 
 /** The text the tiny model's tokenizer and next-token statistics come from. */
-export const TRAINING_TEXT = `${ENGLISH_CORPUS}\n${TINY_CORPUS}`;
+export const TRAINING_TEXT = ENGLISH_CORPUS;
 
 /** Chat answers weigh less than running text, so that text goes on past a full stop. */
 const CHAT_WEIGHT = 0.25;
