@@ -8,6 +8,8 @@ import { ChatOpenAI } from "@langchain/openai";
 import { generateText, jsonSchema, tool } from "ai";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import OpenAI from "openai";
+import { resolveServeOptions } from "../../src/cli/serve-options.js";
+import { isArmatureError } from "../../src/protocol/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { assertMatchesSchema, sseData } from "../helpers/openai-spec.js";
 
@@ -374,4 +376,16 @@ test("each refused tool variant is a 400 naming its field", async () => {
     const got = await refusal(server.url, { model: MODEL, ...body });
     assert.deepEqual([got.status, got.param], [400, param], what);
   }
+});
+
+test("--tool-call-parser takes the four parsers, by flag or ARMATURE_TOOL_CALL_PARSER, and refuses others naming the flag", () => {
+  assert.equal(resolveServeOptions([], {}).toolCallParser, undefined);
+  for (const name of ["hermes", "llama3_json", "mistral", "pythonic"]) {
+    assert.equal(resolveServeOptions(["--tool-call-parser", name], {}).toolCallParser, name);
+  }
+  assert.equal(resolveServeOptions([], { ARMATURE_TOOL_CALL_PARSER: "mistral" }).toolCallParser, "mistral");
+  assert.throws(
+    () => resolveServeOptions(["--tool-call-parser", "granite"], {}),
+    (e: unknown) => isArmatureError(e) && e.code === "CONFIG_INVALID" && e.message.includes("--tool-call-parser"),
+  );
 });
