@@ -1,12 +1,13 @@
 import { factorBigrams } from "./bigram.js";
 import { encodeBpe, learnBpe } from "./byte-bpe.js";
-import { CHATML_TEMPLATE } from "./chat-template.js";
 import { TRAINING_TEXT, trainingStreams } from "./corpus-streams.js";
 import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
-import { speakingTensors } from "./transformer-weights.js";
+import { bigramRank, speakingTensors } from "./transformer-weights.js";
 
-/** ChatML with Hermes-style tools, the template embedded in the tiny model's metadata. */
-export { CHATML_TEMPLATE };
+/** ChatML, the template embedded in the tiny model's metadata. */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 export interface TinyModelOptions {
   readonly seed?: number;
@@ -71,14 +72,29 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
 
   const imStart = id("<|im_start|>");
   const imEnd = id("<|im_end|>");
-  const factors = factorBigrams(trainingStreams(vocab, { imStart, imEnd }), vocabSize, dim - 4, seed);
+  const factors = factorBigrams(trainingStreams(vocab, { imStart, imEnd }), vocabSize, bigramRank(dim, heads), seed);
   // Inside a chat turn, `<|im_end|>` is lifted just above the likeliest token after a full stop.
   const fullStop = encodeBpe(vocab, ".")[0] as number;
   let best = Number.NEGATIVE_INFINITY;
   for (const next of factors.seen) if (next !== imEnd) best = Math.max(best, factors.logit(fullStop, next));
   const chatEndBoost = Math.max(0, best - factors.logit(fullStop, imEnd)) + 1;
+  // Words carry an identity code for the repetition head; punctuation and special tokens do not.
+  const coded = (token: number): boolean => token < vocab.tokens.length && /\p{L}/u.test(tokens[token] ?? "");
   const tensors = speakingTensors(
-    { dim, layers, heads, feedForward: ff, vocabSize, imStart, imEnd, chatEndBoost, mixing: 0.1, seed },
+    {
+      dim,
+      layers,
+      heads,
+      feedForward: ff,
+      vocabSize,
+      imStart,
+      imEnd,
+      chatEndBoost,
+      mixing: 0.1,
+      repetitionPenalty: 14,
+      coded,
+      seed,
+    },
     factors,
   );
   return encodeGguf(md, tensors);
