@@ -13,8 +13,6 @@ export { type RouterName, serveSettings, serveUsage } from "./serve-settings.js"
 export interface ServeOptions {
   readonly host: string;
   readonly port: number;
-  /** `--grpc-port`: KServe v2 gRPC on this port too; undefined (flag 0, the default): off. */
-  readonly grpcPort: number | undefined;
   /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
   readonly maxBodyBytes: number;
   /** Prefill workers: exported KV held for decode workers at once (count, bytes, free space kept). */
@@ -64,8 +62,6 @@ export interface ServeOptions {
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
   readonly logLevel: string;
-  /** `--otlp-endpoint`: where request spans go (OTLP/HTTP); undefined: not exported. */
-  readonly otlpEndpoint: string | undefined;
   /** `armature serve`: prefill workers (disaggregated serving when above 0). */
   readonly prefillWorkers: number;
   /** `armature serve`: decode workers beside the prefill workers (default `workers`). */
@@ -211,7 +207,6 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
   return {
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
-    grpcPort: ((port) => (port === 0 ? undefined : port))(num("grpc-port", true, 0) ?? 0),
     maxBodyBytes: num("max-body-bytes", true, 1024) ?? 8 * 1024 * 1024,
     maxKvExports: num("max-kv-exports", true, 1),
     maxKvExportBytes: num("max-kv-export-bytes", true, 1),
@@ -258,7 +253,6 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",
-    otlpEndpoint: httpUrl("otlp-endpoint", str("otlp-endpoint")),
     prefillWorkers: num("prefill", true, 0) ?? 0,
     decodeWorkers: num("decode", true, 1),
     role: (str("role") as WorkerRole | undefined) ?? "aggregated",
@@ -322,12 +316,6 @@ function httpsFiles(certFile?: string, keyFile?: string, clientCaFile?: string):
   if (keyFile !== undefined) throw configError("tls-cert", "is missing: HTTPS needs the certificate of --tls-key");
   if (clientCaFile !== undefined) throw configError("tls-cert", "and --tls-key are missing: --tls-ca needs HTTPS");
   return undefined;
-}
-
-function httpUrl(flag: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  if (URL.canParse(value) && /^https?:$/.test(new URL(value).protocol)) return value;
-  throw configError(flag, `must be an http:// or https:// URL, e.g. http://localhost:4318, got '${value}'`);
 }
 
 function configError(flag: string, problem: string): ArmatureError {

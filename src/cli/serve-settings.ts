@@ -31,11 +31,6 @@ export interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
-  "grpc-port": {
-    type: "integer",
-    env: "ARMATURE_GRPC_PORT",
-    help: "serve KServe v2 gRPC (inference.GRPCInferenceService) on this port too (default 0: off)",
-  },
   "max-body-bytes": {
     type: "integer",
     env: "ARMATURE_MAX_BODY_BYTES",
@@ -181,11 +176,6 @@ export const serveSettings: Record<string, Setting> = {
     help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
   },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
-  "otlp-endpoint": {
-    type: "string",
-    env: "ARMATURE_OTLP_ENDPOINT",
-    help: "export request spans with OTLP/HTTP to this URL, e.g. http://localhost:4318 (/v1/traces added to a bare URL) (default off)",
-  },
   prefill: {
     type: "integer",
     env: "ARMATURE_PREFILL",

@@ -2,14 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import {
-  type Logger,
-  type MetricMeter,
-  noTracing,
-  RequestTrace,
-  type Tracing,
-  traceContextFromHeaders,
-} from "../observability/index.js";
+import type { Logger, MetricMeter } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
@@ -19,7 +12,6 @@ import { Dashboard } from "./dashboard/index.js";
 import { type FinishedRequestTimings, FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
-import { handleKserveRest, isKservePath, type KserveDeps, KserveGrpcServer, sendKserveDenial } from "./kserve/index.js";
 import { ModelPipelines } from "./model-pipelines.js";
 import { handleCompletions } from "./routes/completions-route.js";
 import { handleEmbeddings } from "./routes/embeddings-route.js";
@@ -56,13 +48,6 @@ export interface FrontendOptions {
   readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
-  /**
-   * Where request spans go (`--otlp-endpoint`). Every response carries its trace id in
-   * `x-armature-trace-id` either way: the client's from `traceparent`, else a new one.
-   */
-  readonly tracing?: Tracing | undefined;
-  /** Serve KServe v2's gRPC API on this port too (on `host`, with `tls`). Default: no gRPC. */
-  readonly grpcPort?: number | undefined;
   /** `--tool-call-parser`: reads `tool_choice: "auto"` answers. Default: the parser each model's chat template points to. */
   readonly toolCallParser?: ToolCallParserName | undefined;
 }
@@ -95,7 +80,6 @@ export class Frontend {
   readonly #log: Logger;
   readonly #inflight = new Set<Promise<void>>();
   readonly #startedAt = Date.now();
-  #grpc: KserveGrpcServer | undefined;
   readonly #dashboard: Dashboard;
 
   private constructor(options: FrontendOptions) {
@@ -144,25 +128,6 @@ export class Frontend {
         resolve();
       });
     });
-    if (options.grpcPort !== undefined) {
-      try {
-        frontend.#grpc = await KserveGrpcServer.create({
-          host: options.host ?? "127.0.0.1",
-          port: options.grpcPort,
-          deps: frontend.#generationDeps(),
-          access: options.access,
-          tls: options.tls,
-          logger: frontend.#log,
-        });
-      } catch (error) {
-        await frontend.close(0);
-        throw new ArmatureError(
-          "CONFIG_INVALID",
-          `${(error as Error).message}; choose another port with --grpc-port (ARMATURE_GRPC_PORT)`,
-          { cause: error },
-        );
-      }
-    }
     return frontend;
   }
 
@@ -204,13 +169,10 @@ export class Frontend {
     const headers = { "x-request-id": requestId };
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
-    const trace = new RequestTrace(this.#o.tracing ?? noTracing, traceContextFromHeaders(req.headers));
-    res.setHeader("x-armature-trace-id", trace.traceId);
     if (this.#o.instanceId) res.setHeader("x-armature-frontend", this.#o.instanceId);
     const access = this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
       if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
-      if (isKservePath(path)) return sendKserveDenial(req, res, access.denial, headers);
       return sendAccessDenial(req, res, access.denial, headers);
     }
     const grant = access?.kind === "granted" ? access.grant : undefined;
@@ -218,8 +180,7 @@ export class Frontend {
       router: this.#o.router,
       pipelines: this.#pipelines,
       metrics: this.#metrics,
-      logger: this.#log.child(grant ? { keyName: grant.keyName, traceId: trace.traceId } : { traceId: trace.traceId }),
-      trace,
+      logger: grant ? this.#log.child({ keyName: grant.keyName }) : this.#log,
       access: grant,
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
       requestTimeoutMs: this.#o.requestTimeoutMs,
@@ -227,7 +188,6 @@ export class Frontend {
       toolCallParser: this.#o.toolCallParser,
     };
     if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
-    if (isKservePath(path)) return handleKserveRest(req, res, path, requestId, deps);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
       const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
       if (id !== undefined) return handleModel(res, this.#o.router, this.#startedAt, id, headers, grant);
@@ -254,7 +214,7 @@ export class Frontend {
       case "GET /v1/models":
         return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
-        return handleHealth(res, this.#o.router, headers, this.#grpc ? { grpc_port: this.#grpc.port } : {});
+        return handleHealth(res, this.#o.router, headers);
       case "GET /live":
         return handleLive(res, headers);
       case "GET /v1/planner":
@@ -319,36 +279,14 @@ export class Frontend {
     }
   }
 
-  /** The KServe gRPC port, when `grpcPort` was given. */
-  get grpcPort(): number | undefined {
-    return this.#grpc?.port;
-  }
-
-  #generationDeps(): KserveDeps {
-    return {
-      router: this.#o.router,
-      pipelines: this.#pipelines,
-      metrics: this.#metrics,
-      logger: this.#log,
-      bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
-      requestTimeoutMs: this.#o.requestTimeoutMs,
-      migrationLimit: this.#o.migrationLimit ?? 3,
-    };
-  }
-
-  /**
-   * Stops accepting connections (and gRPC calls), waits up to `graceMs` for in-flight requests,
-   * then closes the rest.
-   */
+  /** Stops accepting connections, waits up to `graceMs` for in-flight requests, then closes the rest. */
   async close(graceMs = 30_000): Promise<void> {
-    const grpcClosed = this.#grpc?.close(graceMs);
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#server.closeIdleConnections();
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.#inflight), grace]);
     this.#server.closeAllConnections();
     await closed;
-    await grpcClosed;
   }
 }
 

@@ -25,7 +25,6 @@ export type {
   TokenBiasEntry,
   TokenDelta,
   TokenLogprob,
-  WireTraceContext,
 } from "./generate.js";
 export type {
   KvBlockRemoved,
@@ -54,7 +53,6 @@ export {
   routeAnswerSchema,
   routeQuerySchema,
   trafficReportSchema,
-  wireTraceContextSchema,
   workerLoadSchema,
 } from "./message-schemas.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";

@@ -1,13 +1,12 @@
 import { factorBigrams } from "./bigram.js";
 import { encodeBpe, learnBpe } from "./byte-bpe.js";
+import { CHATML_TEMPLATE } from "./chat-template.js";
 import { TRAINING_TEXT, trainingStreams } from "./corpus-streams.js";
 import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
 import { bigramRank, speakingTensors } from "./transformer-weights.js";
 
-/** ChatML, the template embedded in the tiny model's metadata. */
-export const CHATML_TEMPLATE =
-  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
-  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+/** ChatML with Hermes-style tools, the template embedded in the tiny model's metadata. */
+export { CHATML_TEMPLATE };
 
 export interface TinyModelOptions {
   readonly seed?: number;
