@@ -31,6 +31,11 @@ export interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  "grpc-port": {
+    type: "integer",
+    env: "ARMATURE_GRPC_PORT",
+    help: "serve KServe v2 gRPC (inference.GRPCInferenceService) on this port too (default 0: off)",
+  },
   "max-body-bytes": {
     type: "integer",
     env: "ARMATURE_MAX_BODY_BYTES",

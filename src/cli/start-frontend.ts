@@ -145,6 +145,7 @@ export async function startFrontend(
       logger,
       host: options.host,
       port: options.port,
+      grpcPort: options.grpcPort,
       migrationLimit: options.migrationLimit,
       bodyLimitBytes: options.maxBodyBytes,
       requestTimeoutMs: options.requestTimeoutMs,

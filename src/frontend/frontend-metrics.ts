@@ -7,7 +7,14 @@ const DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 131072];
 
 export interface RequestOutcome {
-  readonly endpoint: "chat_completions" | "completions" | "responses" | "messages" | "embeddings";
+  readonly endpoint:
+    | "chat_completions"
+    | "completions"
+    | "responses"
+    | "messages"
+    | "kserve_infer"
+    | "kserve_generate"
+    | "embeddings";
   readonly requestType: "stream" | "unary";
   readonly status: "success" | "error";
   readonly errorType?: string | undefined;

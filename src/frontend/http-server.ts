@@ -12,6 +12,7 @@ import { Dashboard } from "./dashboard/index.js";
 import { type FinishedRequestTimings, FrontendMetrics } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
+import { handleKserveRest, isKservePath, type KserveDeps, KserveGrpcServer, sendKserveDenial } from "./kserve/index.js";
 import { ModelPipelines } from "./model-pipelines.js";
 import { handleCompletions } from "./routes/completions-route.js";
 import { handleEmbeddings } from "./routes/embeddings-route.js";
@@ -48,6 +49,8 @@ export interface FrontendOptions {
   readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
+  /** Serve KServe v2's gRPC API on this port too (on `host`, with `tls`). Default: no gRPC. */
+  readonly grpcPort?: number | undefined;
   /** `--tool-call-parser`: reads `tool_choice: "auto"` answers. Default: the parser each model's chat template points to. */
   readonly toolCallParser?: ToolCallParserName | undefined;
 }
@@ -80,6 +83,7 @@ export class Frontend {
   readonly #log: Logger;
   readonly #inflight = new Set<Promise<void>>();
   readonly #startedAt = Date.now();
+  #grpc: KserveGrpcServer | undefined;
   readonly #dashboard: Dashboard;
 
   private constructor(options: FrontendOptions) {
@@ -128,6 +132,25 @@ export class Frontend {
         resolve();
       });
     });
+    if (options.grpcPort !== undefined) {
+      try {
+        frontend.#grpc = await KserveGrpcServer.create({
+          host: options.host ?? "127.0.0.1",
+          port: options.grpcPort,
+          deps: frontend.#generationDeps(),
+          access: options.access,
+          tls: options.tls,
+          logger: frontend.#log,
+        });
+      } catch (error) {
+        await frontend.close(0);
+        throw new ArmatureError(
+          "CONFIG_INVALID",
+          `${(error as Error).message}; choose another port with --grpc-port (ARMATURE_GRPC_PORT)`,
+          { cause: error },
+        );
+      }
+    }
     return frontend;
   }
 
@@ -173,6 +196,7 @@ export class Frontend {
     const access = this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
       if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
+      if (isKservePath(path)) return sendKserveDenial(req, res, access.denial, headers);
       return sendAccessDenial(req, res, access.denial, headers);
     }
     const grant = access?.kind === "granted" ? access.grant : undefined;
@@ -188,6 +212,7 @@ export class Frontend {
       toolCallParser: this.#o.toolCallParser,
     };
     if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
+    if (isKservePath(path)) return handleKserveRest(req, res, path, requestId, deps);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
       const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
       if (id !== undefined) return handleModel(res, this.#o.router, this.#startedAt, id, headers, grant);
@@ -214,7 +239,7 @@ export class Frontend {
       case "GET /v1/models":
         return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
-        return handleHealth(res, this.#o.router, headers);
+        return handleHealth(res, this.#o.router, headers, this.#grpc ? { grpc_port: this.#grpc.port } : {});
       case "GET /live":
         return handleLive(res, headers);
       case "GET /v1/planner":
@@ -279,14 +304,36 @@ export class Frontend {
     }
   }
 
-  /** Stops accepting connections, waits up to `graceMs` for in-flight requests, then closes the rest. */
+  /** The KServe gRPC port, when `grpcPort` was given. */
+  get grpcPort(): number | undefined {
+    return this.#grpc?.port;
+  }
+
+  #generationDeps(): KserveDeps {
+    return {
+      router: this.#o.router,
+      pipelines: this.#pipelines,
+      metrics: this.#metrics,
+      logger: this.#log,
+      bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
+      requestTimeoutMs: this.#o.requestTimeoutMs,
+      migrationLimit: this.#o.migrationLimit ?? 3,
+    };
+  }
+
+  /**
+   * Stops accepting connections (and gRPC calls), waits up to `graceMs` for in-flight requests,
+   * then closes the rest.
+   */
   async close(graceMs = 30_000): Promise<void> {
+    const grpcClosed = this.#grpc?.close(graceMs);
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#server.closeIdleConnections();
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.all(this.#inflight), grace]);
     this.#server.closeAllConnections();
     await closed;
+    await grpcClosed;
   }
 }
 

@@ -34,7 +34,7 @@ export type AccessDecision =
   | { readonly kind: "denied"; readonly denial: AccessDenial };
 
 /** Paths served without a key: liveness and health probes come from orchestrators that hold none. */
-const OPEN_PATHS = new Set(["/health", "/live"]);
+const OPEN_PATHS = new Set(["/health", "/live", "/v2/health/live", "/v2/health/ready"]);
 
 /**
  * The dashboard's page and its script, style and chart library: they hold no data (a browser's
@@ -93,26 +93,45 @@ export class AccessControl {
   check(req: IncomingMessage, res: ServerResponse, path: string): AccessDecision {
     const open = OPEN_PATHS.has(path) || isDashboardFile(path) || (path === "/metrics" && !this.#metricsRequireKey);
     if (open) return { kind: "open" };
-    const presented = presentedKey(req);
+    // A generation (a POST under /v1/, or KServe's /v2/models/…/infer and generate) spends quota.
+    const generation = req.method === "POST" && (path.startsWith("/v1/") || path.startsWith("/v2/models/"));
+    const admission = this.admitKey(presentedKey(req), generation);
+    if (admission.kind !== "granted") return admission;
+    res.once("close", () => admission.end(res.headersSent ? String(res.statusCode) : "499"));
+    return admission;
+  }
+
+  /**
+   * The key check for a call that is not an HTTP request (KServe's gRPC API): `presented` is the
+   * key sent, undefined when none; `generation` spends the key's quota. A grant's `end` must be
+   * called once when the call ends, with its status as HTTP would give it (`200`, `400`, `499`…).
+   */
+  admitKey(
+    presented: string | undefined,
+    generation: boolean,
+  ): Exclude<AccessDecision, { kind: "granted" | "open" }> | { kind: "granted"; grant: RequestGrant; end(status: string): void } {
     const entry = presented === undefined ? undefined : this.#keys.find(presented);
     if (!entry) return this.#deny(unauthorized(presented === undefined ? "missing_key" : "invalid_key"), "");
     let lease: QuotaLease | undefined;
-    if (req.method === "POST" && path.startsWith("/v1/")) {
+    if (generation) {
       const admitted = this.#quotas.get(entry.name)?.admit();
       if (admitted && isQuotaDenial(admitted)) return this.#deny(rateLimited(entry.name, admitted), entry.name);
       lease = admitted;
     }
     const grant = new RequestGrant(entry, lease, this.#metrics);
     this.#metrics.inflight.inc({ key_name: entry.name });
-    res.once("close", () => {
+    let ended = false;
+    const end = (status: string): void => {
+      if (ended) return;
+      ended = true;
       grant.release();
       this.#metrics.inflight.dec({ key_name: entry.name });
-      this.#metrics.requests.inc({ key_name: entry.name, status: res.headersSent ? String(res.statusCode) : "499" });
-    });
-    return { kind: "granted", grant };
+      this.#metrics.requests.inc({ key_name: entry.name, status });
+    };
+    return { kind: "granted", grant, end };
   }
 
-  #deny(denial: AccessDenial, keyName: string): AccessDecision {
+  #deny(denial: AccessDenial, keyName: string): { kind: "denied"; denial: AccessDenial } {
     this.#metrics.rejected.inc({ key_name: keyName, reason: denial.reason });
     return { kind: "denied", denial };
   }

@@ -19,9 +19,25 @@ export function handleModels(
   sendJson(res, 200, { object: "list", data }, headers);
 }
 
-/** OpenAI's model object; `created` is when this frontend started, as no model here has a release date. */
-function modelObject(card: ModelCard, startedAt: number): { id: string; object: "model"; created: number; owned_by: string } {
-  return { id: card.name, object: "model", created: Math.floor(startedAt / 1000), owned_by: "armature" };
+/**
+ * OpenAI's model object (also Llama Stack's `OpenAIModel` list entry), with Llama Stack's native
+ * `Model` fields beside it (`identifier`, `provider_id`, `type`, `model_type`…), which Llama
+ * Stack's `GET /v1/models/{id}` returns: one object satisfies both specs, whose schemas allow
+ * other fields. `created` is when this frontend started, as no model here has a release date.
+ */
+function modelObject(card: ModelCard, startedAt: number): Record<string, unknown> {
+  return {
+    id: card.name,
+    object: "model",
+    created: Math.floor(startedAt / 1000),
+    owned_by: "armature",
+    identifier: card.name,
+    provider_id: "armature",
+    provider_resource_id: card.name,
+    type: "model",
+    model_type: "llm",
+    metadata: {},
+  };
 }
 
 /**
@@ -50,15 +66,23 @@ export function handleModel(
   sendJson(res, 200, modelObject(card, startedAt), headers);
 }
 
-/** `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered. */
-export function handleHealth(res: ServerResponse, router: Router, headers: Record<string, string>): void {
+/**
+ * `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered;
+ * `extra` adds what else the frontend serves (`grpc_port`).
+ */
+export function handleHealth(
+  res: ServerResponse,
+  router: Router,
+  headers: Record<string, string>,
+  extra: Readonly<Record<string, unknown>> = {},
+): void {
   const instances = router.workers.all().map((w) => ({ id: w.id, role: w.card.role, model: w.card.name }));
   sendJson(
     res,
     200,
     instances.length > 0
-      ? { status: "healthy", instances }
-      : { status: "unhealthy", message: "No endpoints available", instances },
+      ? { status: "healthy", instances, ...extra }
+      : { status: "unhealthy", message: "No endpoints available", instances, ...extra },
     headers,
   );
 }

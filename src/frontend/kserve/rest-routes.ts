@@ -1,0 +1,212 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ArmatureError } from "../../protocol/index.js";
+import type { AccessDenial, RequestGrant } from "../access/index.js";
+import type { RequestOutcome } from "../frontend-metrics.js";
+import type { Generation, GenerationEnd } from "../generation.js";
+import { toHttpError } from "../http-errors.js";
+import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
+import { SseWriter } from "../sse-writer.js";
+import { modelMetadata, servedModel, serverMetadata } from "./kserve-metadata.js";
+import { KservePathError, type KserveRoute, parseKservePath } from "./kserve-paths.js";
+import { type LlmRequest, llmGenerateRequest, llmInferRequest } from "./llm-request.js";
+import { collectText, type KserveDeps, runLlmRequest } from "./llm-run.js";
+import { parseRestInfer, restOutput } from "./rest-tensors.js";
+
+/** How long a response past its deadline may take to send its error before the connection is closed. */
+const DEADLINE_GRACE_MS = 5000;
+
+/** Paths this module answers: `/v2` and everything under it. */
+export function isKservePath(path: string): boolean {
+  return path === "/v2" || path.startsWith("/v2/");
+}
+
+/**
+ * The KServe v2 REST API (Open Inference Protocol, inference_rest.md) and Triton's generate
+ * extension, on the frontend's HTTP port. Every error is KServe's `{"error": "..."}` with the
+ * status the OpenAI routes would give.
+ */
+export async function handleKserveRest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  requestId: string,
+  deps: KserveDeps & { readonly access?: RequestGrant | undefined },
+): Promise<void> {
+  const headers: Record<string, string> = { "x-request-id": requestId };
+  try {
+    const route = parseKservePath(req.method ?? "GET", path);
+    if (route.kind !== "infer" && route.kind !== "generate") req.resume();
+    switch (route.kind) {
+      case "server-live":
+        return sendJson(res, 200, { live: true }, headers);
+      case "server-ready": {
+        const ready = deps.router.workers.all().length > 0;
+        return sendJson(res, ready ? 200 : 503, { ready }, headers);
+      }
+      case "server-metadata":
+        return sendJson(res, 200, serverMetadata(), headers);
+      case "model-ready": {
+        const card = servedModel(deps.router, route.model, deps.access);
+        return sendJson(res, card ? 200 : 404, { name: route.model, ready: card !== undefined }, headers);
+      }
+      case "model-metadata": {
+        const card = servedModel(deps.router, route.model, deps.access);
+        if (!card) throw notFound(route.model);
+        return sendJson(res, 200, modelMetadata(card), headers);
+      }
+      case "infer":
+      case "generate":
+        return await serveGeneration(req, res, route, requestId, headers, deps);
+    }
+  } catch (error) {
+    if (res.headersSent) return;
+    req.resume();
+    if (error instanceof KservePathError) return sendJson(res, error.status, { error: error.message }, headers);
+    const http = toHttpError(error);
+    sendJson(res, http.status, { error: http.body.error.message }, headers);
+  }
+}
+
+/** An API key's refusal (401, 429) with its status and headers, in KServe's error shape. */
+export function sendKserveDenial(
+  req: IncomingMessage,
+  res: ServerResponse,
+  denial: AccessDenial,
+  headers: Record<string, string>,
+): void {
+  req.resume();
+  sendJson(res, denial.status, { error: denial.body.error.message }, { ...headers, ...denial.headers });
+}
+
+export function notFound(model: string): ArmatureError {
+  return new ArmatureError("MODEL_NOT_FOUND", `model '${model}' is not served here (or your API key may not use it)`, {
+    param: "model",
+  });
+}
+
+async function serveGeneration(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Extract<KserveRoute, { kind: "infer" | "generate" }>,
+  requestId: string,
+  headers: Record<string, string>,
+  deps: KserveDeps & { readonly access?: RequestGrant | undefined },
+): Promise<void> {
+  const disconnected = new AbortController();
+  res.on("close", () => {
+    if (res.writableFinished) return;
+    disconnected.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
+    deps.metrics.disconnected.inc();
+  });
+  const endpoint: RequestOutcome["endpoint"] = route.kind === "infer" ? "kserve_infer" : "kserve_generate";
+  try {
+    await runLlmRequest(deps, {
+      endpoint,
+      requestId,
+      access: deps.access,
+      signal: disconnected.signal,
+      onDeadline: () =>
+        setTimeout(() => {
+          if (!res.writableFinished) res.destroy();
+        }, DEADLINE_GRACE_MS).unref(),
+      parse: async () => {
+        const body = await readJsonBody(req, deps.bodyLimitBytes);
+        if (route.kind === "generate") {
+          if (body === null || typeof body !== "object" || Array.isArray(body)) {
+            throw new ArmatureError("REQUEST_INVALID", "the request body must be a JSON object", { param: "body" });
+          }
+          return llmGenerateRequest(route.model, body as Record<string, unknown>, route.stream);
+        }
+        const request = llmInferRequest(route.model, parseRestInfer(body));
+        if (request.streaming) {
+          throw new ArmatureError(
+            "NOT_SUPPORTED",
+            "input 'streaming' true is not served on /infer: use /generate_stream, or gRPC ModelStreamInfer (--grpc-port)",
+            { param: "inputs.streaming" },
+          );
+        }
+        return request;
+      },
+      respond: (request, generation) => {
+        const withWorker = { ...headers, "x-armature-worker": generation.workerId };
+        if (route.kind === "infer") return inferResponse(request, generation, res, withWorker);
+        return route.stream
+          ? generateStream(request, generation, res, withWorker)
+          : generateResponse(request, generation, res, withWorker);
+      },
+    });
+  } catch (error) {
+    const http = toHttpError(error);
+    if (!res.headersSent && !res.destroyed) {
+      sendJson(res, http.status, { error: http.body.error.message }, headers);
+      if (http.status === 413) lingerThenClose(req);
+    } else if (!res.writableEnded && !res.destroyed) {
+      // Past the first event, as Triton does: an error event under the 200 already sent.
+      res.end(`data: ${JSON.stringify({ error: http.body.error.message })}\n\n`);
+    }
+  }
+}
+
+async function inferResponse(
+  request: LlmRequest,
+  generation: Generation,
+  res: ServerResponse,
+  headers: Record<string, string>,
+): Promise<GenerationEnd | undefined> {
+  const result = await collectText(generation);
+  if (!result) return undefined;
+  const values = { text_output: result.text, finish_reason: result.end.finishReason };
+  sendJson(
+    res,
+    200,
+    {
+      model_name: request.model,
+      ...(request.id === undefined ? {} : { id: request.id }),
+      outputs: request.outputs.map((name) => restOutput(name, values[name])),
+    },
+    headers,
+  );
+  return result.end;
+}
+
+async function generateResponse(
+  request: LlmRequest,
+  generation: Generation,
+  res: ServerResponse,
+  headers: Record<string, string>,
+): Promise<GenerationEnd | undefined> {
+  const result = await collectText(generation);
+  if (!result) return undefined;
+  sendJson(res, 200, generateBody(request, result.text, result.end.finishReason), headers);
+  return result.end;
+}
+
+/** Server-sent events of `GenerateStreamResponse`, the last with the finish reason; no `[DONE]` (neither spec has one). */
+async function generateStream(
+  request: LlmRequest,
+  generation: Generation,
+  res: ServerResponse,
+  headers: Record<string, string>,
+): Promise<GenerationEnd | undefined> {
+  const sse = new SseWriter(res, headers);
+  for await (const event of generation.events) {
+    if (sse.closed) return undefined;
+    if (event.type === "text") {
+      await sse.send(generateBody(request, event.text, undefined));
+      continue;
+    }
+    await sse.send(generateBody(request, "", event.finishReason));
+    if (!sse.closed) res.end();
+    return event;
+  }
+  return undefined;
+}
+
+function generateBody(request: LlmRequest, text: string, finishReason: string | undefined): Record<string, unknown> {
+  return {
+    ...(request.id === undefined ? {} : { id: request.id }),
+    model_name: request.model,
+    text_output: text,
+    ...(finishReason === undefined ? {} : { finish_reason: finishReason }),
+  };
+}
