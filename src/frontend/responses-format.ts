@@ -1,24 +1,25 @@
 import type { GenerationEnd, Usage } from "./generation.js";
 import type { ResponseEcho } from "./requests/responses-request.js";
+import type { ChatToolCall } from "./tool-calls/index.js";
 
 /**
- * Builders for OpenAI Responses API objects and stream events, in the shapes of the spec's
- * `Response`, `OutputMessage`, `ResponseUsage` and `Response*Event` schemas.
+ * Builders for OpenAI Responses API objects, in the shapes of the spec's `Response`,
+ * `OutputMessage`, `FunctionToolCall` and `ResponseUsage` schemas.
  */
 export interface ResponseIdentity {
   /** `resp_…` */
   readonly id: string;
-  /** `msg_…`, the one output message's id. */
+  /** `msg_…`, the output message's id. */
   readonly itemId: string;
   readonly createdAt: number;
   readonly model: string;
   readonly echo: ResponseEcho;
 }
 
-type Status = "in_progress" | "completed" | "incomplete";
+export type ItemStatus = "in_progress" | "completed" | "incomplete";
 
 /** `completed`, or `incomplete` when the token budget (`max_output_tokens` or the context) cut the text. */
-export function statusOf(end: GenerationEnd): Status {
+export function statusOf(end: GenerationEnd): "completed" | "incomplete" {
   return end.finishReason === "length" && end.stopSequence === undefined ? "incomplete" : "completed";
 }
 
@@ -32,16 +33,44 @@ export function responsesUsage(usage: Usage) {
   };
 }
 
-function textPart(text: string) {
+export function textPart(text: string) {
   return { type: "output_text" as const, text, annotations: [], logprobs: [] };
 }
 
-function messageItem(idn: ResponseIdentity, status: Status, content: readonly unknown[]) {
-  return { id: idn.itemId, type: "message" as const, role: "assistant" as const, status, content };
+/** The assistant's message item; `text` undefined: no content part yet. */
+export function messageItem(id: string, status: ItemStatus, text: string | undefined) {
+  return {
+    id,
+    type: "message" as const,
+    role: "assistant" as const,
+    status,
+    content: text === undefined ? [] : [textPart(text)],
+  };
+}
+
+/** A `function_call` output item; its `id` is the call's id with `fc_` for `call_`. */
+export function functionCallItem(call: ChatToolCall, status: ItemStatus) {
+  return {
+    id: call.id.replace(/^call_/, "fc_"),
+    type: "function_call" as const,
+    call_id: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+    status,
+  };
+}
+
+/** The output items of a whole answer: its text (unless it was only calls), then its calls. */
+export function outputItems(idn: ResponseIdentity, content: string | null, calls: readonly ChatToolCall[], end: GenerationEnd) {
+  const status = statusOf(end);
+  const items: unknown[] = [];
+  if (content !== null && (content !== "" || calls.length === 0)) items.push(messageItem(idn.itemId, status, content));
+  for (const call of calls) items.push(functionCallItem(call, "completed"));
+  return items;
 }
 
 /** The Response object; `end` absent: still in progress, with no output yet. */
-function responseObject(idn: ResponseIdentity, text: string, end: GenerationEnd | undefined) {
+export function responseObject(idn: ResponseIdentity, output: readonly unknown[], end: GenerationEnd | undefined) {
   const status = end ? statusOf(end) : "in_progress";
   const e = idn.echo;
   return {
@@ -55,7 +84,7 @@ function responseObject(idn: ResponseIdentity, text: string, end: GenerationEnd 
     instructions: e.instructions,
     max_output_tokens: e.maxOutputTokens,
     model: idn.model,
-    output: end ? [messageItem(idn, status, [textPart(text)])] : [],
+    output,
     parallel_tool_calls: e.parallelToolCalls,
     previous_response_id: null,
     reasoning: null,
@@ -64,7 +93,7 @@ function responseObject(idn: ResponseIdentity, text: string, end: GenerationEnd 
     temperature: e.temperature,
     text: { format: e.textFormat },
     tool_choice: e.toolChoice,
-    tools: [],
+    tools: e.tools,
     top_p: e.topP,
     truncation: "disabled" as const,
     // The spec's `usage` is not nullable: a response in progress leaves it out.
@@ -76,38 +105,3 @@ function responseObject(idn: ResponseIdentity, text: string, end: GenerationEnd 
     ...(e.user === null ? {} : { user: e.user }),
   };
 }
-
-export const responsesFormat = {
-  /** The whole Response of a non-streamed request. */
-  response: (idn: ResponseIdentity, text: string, end: GenerationEnd) => responseObject(idn, text, end),
-
-  /** The Responses stream, event by event, each numbered in order from 0. */
-  stream(idn: ResponseIdentity) {
-    let sequence = 0;
-    const event = <T extends { type: string }>(body: T) => ({ ...body, sequence_number: sequence++ });
-    const at = { item_id: idn.itemId, output_index: 0, content_index: 0 };
-    return {
-      created: () => event({ type: "response.created", response: responseObject(idn, "", undefined) }),
-      inProgress: () => event({ type: "response.in_progress", response: responseObject(idn, "", undefined) }),
-      itemAdded: () => event({ type: "response.output_item.added", output_index: 0, item: messageItem(idn, "in_progress", []) }),
-      partAdded: () => event({ type: "response.content_part.added", ...at, part: textPart("") }),
-      textDelta: (delta: string) => event({ type: "response.output_text.delta", ...at, delta, logprobs: [] }),
-      /** The closing events, in order, after the last delta. */
-      closing(text: string, end: GenerationEnd) {
-        const status = statusOf(end);
-        return [
-          event({ type: "response.output_text.done", ...at, text, logprobs: [] }),
-          event({ type: "response.content_part.done", ...at, part: textPart(text) }),
-          event({ type: "response.output_item.done", output_index: 0, item: messageItem(idn, status, [textPart(text)]) }),
-          event({
-            type: status === "completed" ? "response.completed" : "response.incomplete",
-            response: responseObject(idn, text, end),
-          }),
-        ];
-      },
-      /** An `error` event, for a failure after the stream began. */
-      error: (error: { message: string; code: string | null; param: string | null }) =>
-        event({ type: "error", code: error.code, message: error.message, param: error.param }),
-    };
-  },
-};

@@ -200,7 +200,12 @@ test("every refused field is refused by name, and store and previous_response_id
   assert.ok(chained instanceof BadRequestError && chained.param === "previous_response_id", String(chained));
   const cases: [unknown, string][] = [
     [[{ role: "user", content: [{ type: "input_image", image_url: "http://x/y.png" }] }], "input[0].content[0].type"],
-    [[{ type: "function_call_output", call_id: "c", output: "1" }], "input[0].type"],
+    [[{ type: "reasoning", id: "rs_1", summary: [] }], "input[0].type"],
+    [[{ type: "item_reference", id: "msg_1" }], "input[0].type"],
+    [
+      [{ type: "function_call_output", call_id: "c", output: [{ type: "input_image", image_url: "http://x/y.png" }] }],
+      "input[0].output[0].type",
+    ],
     [[{ role: "user", content: "x", phase: "final_answer" }], "input[0].phase"],
     [[{ role: "tool", content: "x" }], "input[0].role"],
   ];

@@ -91,3 +91,55 @@ test("text.format becomes the engine's constraint, and its errors name the Respo
     );
   }
 });
+
+test("function tools and calls in the Responses shape become the chat machinery's", () => {
+  const request = parseResponsesRequest({
+    model: "m",
+    tools: [{ type: "function", name: "f", description: "d", parameters: { type: "object", properties: {} }, strict: true }],
+    tool_choice: { type: "function", name: "f" },
+    parallel_tool_calls: false,
+    input: [
+      { role: "user", content: "hi" },
+      { type: "message", role: "assistant", content: "Calling." },
+      { type: "function_call", id: "fc_1", call_id: "call_1", name: "f", arguments: "{}", status: "completed" },
+      { type: "function_call", call_id: "call_2", name: "f", arguments: '{"a":1}' },
+      { type: "function_call_output", call_id: "call_1", output: "one" },
+      { type: "function_call_output", call_id: "call_2", output: [{ type: "input_text", text: "two" }] },
+    ],
+  });
+  assert.deepEqual(request.tools, {
+    tools: [{ name: "f", description: "d", parameters: { type: "object", properties: {} } }],
+    choice: { type: "function", name: "f" },
+    parallel: false,
+  });
+  assert.deepEqual(request.messages, [
+    { role: "user", content: "hi" },
+    {
+      role: "assistant",
+      content: "Calling.",
+      toolCalls: [
+        { id: "call_1", type: "function", function: { name: "f", arguments: "{}" } },
+        { id: "call_2", type: "function", function: { name: "f", arguments: '{"a":1}' } },
+      ],
+    },
+    { role: "tool", content: "one", toolCallId: "call_1" },
+    { role: "tool", content: "two", toolCallId: "call_2" },
+  ]);
+  assert.equal(parseResponsesRequest({ model: "m", input: "hi" }).tools, undefined);
+  assert.equal(parseResponsesRequest({ model: "m", input: "hi", tool_choice: "none" }).echo.toolChoice, "none");
+});
+
+test("tool errors name the Responses fields, not chat's", () => {
+  const refused = (body: Record<string, unknown>, param: string) =>
+    assert.throws(
+      () => parseResponsesRequest({ model: "m", input: "hi", ...body }),
+      (e: unknown) => isArmatureError(e) && e.param === param && !e.message.includes(".function."),
+      param,
+    );
+  refused({ tools: [{ type: "function", name: "x y" }] }, "tools[0].name");
+  refused({ tools: [{ type: "function", name: "f", parameters: { type: "string" } }] }, "tools[0].parameters");
+  refused({ tools: [{ type: "file_search", vector_store_ids: [] }] }, "tools[0].type");
+  refused({ tools: [{ type: "function", name: "f", namespace: "n" }] }, "tools[0].namespace");
+  refused({ input: [{ type: "function_call", call_id: "c", name: "f" }] }, "input[0].arguments");
+  refused({ input: [{ type: "function_call_output", output: "x" }] }, "input[0].call_id");
+});

@@ -1,4 +1,5 @@
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
+import type { ToolRequest } from "../tool-calls/index.js";
 import type { ChatMessage } from "./chat-request.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, type Body, invalid, optionalNumber } from "./field-checks.js";
@@ -13,12 +14,15 @@ import {
   refusedUnless,
   refuseUnservedFields,
 } from "./request-fields.js";
+import { appendCall, echoedTools, functionCallItem, functionCallOutputItem, parseResponsesTools } from "./responses-tools.js";
 
 /** A `POST /v1/responses` body (OpenAI's Responses API), as the chat pipeline takes it. */
 export interface ResponsesRequest {
   readonly params: CommonParams;
   /** `instructions` first (as a system message, when given), then the input items' messages. */
   readonly messages: readonly ChatMessage[];
+  /** `tools`, `tool_choice`, `parallel_tool_calls`; undefined when no tools are declared. */
+  readonly tools: ToolRequest | undefined;
   /** What the response object echoes back. */
   readonly echo: ResponseEcho;
 }
@@ -30,7 +34,10 @@ export interface ResponseEcho {
   readonly temperature: number;
   readonly topP: number;
   readonly metadata: Record<string, unknown>;
-  readonly toolChoice: "none" | "auto";
+  /** As sent; default `"auto"` with tools, `"none"` without. */
+  readonly toolChoice: unknown;
+  /** The declared functions, in the spec's `FunctionTool` shape. */
+  readonly tools: readonly unknown[];
   readonly parallelToolCalls: boolean;
   /** `text.format`, as sent (default `{type: "text"}`). */
   readonly textFormat: Record<string, unknown>;
@@ -58,14 +65,14 @@ export const responsesFields: Readonly<Record<string, FieldRule>> = {
   prompt_cache_key: cacheHint,
   prompt_cache_retention: cacheHint,
   prompt_cache_options: cacheHint,
-  parallel_tool_calls: accepted("only shapes tool calls, which no request can ask for yet (tools are refused)"),
-  max_tool_calls: accepted("only bounds tool calls, which no request can ask for yet (tools are refused)"),
+  tools: honoured,
+  tool_choice: honoured,
+  parallel_tool_calls: honoured,
+  max_tool_calls: accepted("only bounds calls to built-in tools, which are refused (function tools are served)"),
   store: refusedUnless("false (nothing is stored)", isFalse),
   previous_response_id: refusedUnless("null (nothing is stored; send the conversation as input)", absent),
   conversation: refusedUnless("null (nothing is stored; send the conversation as input)", absent),
   background: refusedUnless("false", isFalse),
-  tools: refusedUnless("[]", emptyList),
-  tool_choice: refusedUnless('"none" or "auto"', (v) => absent(v) || v === "none" || v === "auto"),
   top_logprobs: refusedUnless("0", (v) => absent(v) || v === 0),
   include: refusedUnless("[]", emptyList),
   prompt: refusedUnless("null", absent),
@@ -114,16 +121,19 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
     ),
   );
   const metadata = absent(body.metadata) ? {} : asObject(body.metadata, "metadata");
+  const tools = parseResponsesTools(body);
   return {
     params: common,
     messages,
+    tools,
     echo: {
       instructions: instructions ?? null,
       maxOutputTokens: maxOutputTokens ?? null,
       temperature: temperature ?? 1,
       topP: topP ?? 1,
       metadata,
-      toolChoice: body.tool_choice === "none" ? "none" : "auto",
+      toolChoice: body.tool_choice ?? (tools ? "auto" : "none"),
+      tools: echoedTools(body),
       parallelToolCalls: body.parallel_tool_calls !== false,
       textFormat,
       user: optionalString(body, "user") ?? null,
@@ -168,7 +178,15 @@ function parseInput(value: unknown): ChatMessage[] {
   if (typeof value === "string") return [{ role: "user", content: value }];
   if (!Array.isArray(value)) throw invalid("input", "'input' is required and must be a string or an array of input items");
   if (value.length === 0) throw invalid("input", "'input' must hold at least one item");
-  return value.map((item, i) => parseItem(item, `input[${i}]`));
+  const messages: ChatMessage[] = [];
+  value.forEach((item, i) => {
+    const param = `input[${i}]`;
+    const type = asObject(item, param).type;
+    if (type === "function_call") appendCall(messages, functionCallItem(item as Body, param));
+    else if (type === "function_call_output") messages.push(functionCallOutputItem(item as Body, param));
+    else messages.push(parseItem(item, param));
+  });
+  return messages;
 }
 
 function parseItem(value: unknown, param: string): ChatMessage {
@@ -176,7 +194,7 @@ function parseItem(value: unknown, param: string): ChatMessage {
   if (item.type !== undefined && item.type !== "message") {
     throw new ArmatureError(
       "NOT_SUPPORTED",
-      `'${param}': input items of type ${JSON.stringify(item.type)} are not supported by this server yet; send message items`,
+      `'${param}': input items of type ${JSON.stringify(item.type)} are not supported by this server yet; send message, function_call or function_call_output items`,
       { param: `${param}.type` },
     );
   }

@@ -30,8 +30,11 @@ export interface GenerationApi<Request extends { readonly params: CommonParams }
   readonly endpoint: RequestOutcome["endpoint"];
   /** Validates the body; throws a 400 naming the field. */
   parse(raw: unknown): Request;
-  /** The prompt's tokens (through the model's chat template). */
-  promptTokens(request: Request, pipeline: ModelPipeline): number[];
+  /**
+   * The prompt's tokens (through the model's chat template) and the parameters to generate with
+   * on this model (the request's, or with a constraint its tools need).
+   */
+  prepare(request: Request, pipeline: ModelPipeline): { readonly tokenIds: number[]; readonly params: CommonParams };
   /** Sends the whole answer or streams it; resolves with the end, or undefined when cut short. */
   respond(request: Request, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined>;
   /** The API's error body for a refusal or a failure before any output. */
@@ -91,11 +94,12 @@ export async function serveGeneration<Request extends { readonly params: CommonP
     stream = params.stream;
     const pipeline = await deps.pipelines.get(params.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const tokenIds = api.promptTokens(request, pipeline);
+    const prepared = api.prepare(request, pipeline);
+    const tokenIds = prepared.tokenIds;
     const generation = await startGeneration(deps.router, {
       pipeline,
       tokenIds,
-      params,
+      params: prepared.params,
       signal: controller.signal,
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,

@@ -27,7 +27,7 @@ function promptTokens(messages: readonly ChatMessage[], pipeline: ModelPipeline)
 const messagesApi: GenerationApi<MessagesRequest> = {
   endpoint: "messages",
   parse: parseMessagesRequest,
-  promptTokens: (request, pipeline) => promptTokens(request.messages, pipeline),
+  prepare: (request, pipeline) => ({ tokenIds: promptTokens(request.messages, pipeline), params: request.params }),
   respond: (request, generation, reply) => {
     const idn = { id: `msg_${reply.requestId.replaceAll("-", "")}`, model: request.params.model };
     return request.params.stream ? streamMessage(idn, generation, reply) : wholeMessage(idn, generation, reply);

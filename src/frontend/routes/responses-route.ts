@@ -1,91 +1,123 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { ArmatureError } from "../../protocol/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../requests/responses-request.js";
-import { type ResponseIdentity, responsesFormat } from "../responses-format.js";
+import { outputItems, type ResponseIdentity, responseObject } from "../responses-format.js";
+import { ResponsesEventStream } from "../responses-stream.js";
 import { SseWriter } from "../sse-writer.js";
+import {
+  answerWithToolCalls,
+  planToolCalls,
+  type ToolCallParserName,
+  type ToolCallPlan,
+  toolCallStream,
+} from "../tool-calls/index.js";
 import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "./generation-flow.js";
 
-type EventStream = ReturnType<typeof responsesFormat.stream>;
-
 /** The event numbering of each stream in progress, so that an error after it began continues it. */
-const streams = new WeakMap<ServerResponse, EventStream>();
+const streams = new WeakMap<ServerResponse, ResponsesEventStream>();
 
-const responsesApi: GenerationApi<ResponsesRequest> = {
-  endpoint: "responses",
-  parse: parseResponsesRequest,
-  promptTokens: (request, pipeline) => {
-    refuseIfSurelyTooLong(
-      request.messages.map((m) => m.content),
-      pipeline,
-      "input",
-    );
-    return pipeline.tokenize(pipeline.renderChat(request.messages));
-  },
-  respond: (request, generation, reply) => {
-    const compact = reply.requestId.replaceAll("-", "");
-    const idn: ResponseIdentity = {
-      id: `resp_${compact}`,
-      itemId: `msg_${compact}`,
-      createdAt: Math.floor(Date.now() / 1000),
-      model: request.params.model,
-      echo: request.echo,
-    };
-    return request.params.stream ? streamResponse(idn, generation, reply) : wholeResponse(idn, generation, reply);
-  },
-  errorBody: (http) => http.body,
-  endStreamWithError: (res, http) => {
-    const events = streams.get(res);
-    const event = events ? events.error(http.body.error) : { ...http.body.error, type: "error" };
-    res.end(`event: error\ndata: ${JSON.stringify(event)}\n\n`);
-  },
-};
-
-/**
- * `POST /v1/responses` (OpenAI's Create a model response): text input or message items, with
- * `instructions` as a system message, through the model's chat template and the chat pipeline.
- * Nothing is stored (`store: true` is refused), so there is no retrieval by id.
- */
-export function handleResponses(req: IncomingMessage, res: ServerResponse, requestId: string, deps: GenerationRouteDeps) {
-  return serveGeneration(responsesApi, req, res, requestId, deps);
+/** The Responses side of one request; the tool plan is decided once the model is known. */
+function responsesApi(toolCallParser: ToolCallParserName | undefined): GenerationApi<ResponsesRequest> {
+  let plan: ToolCallPlan = { mode: "text" };
+  return {
+    endpoint: "responses",
+    parse: parseResponsesRequest,
+    prepare: (request, pipeline) => {
+      refuseIfSurelyTooLong(
+        request.messages.map((m) => m.content),
+        pipeline,
+        "input",
+      );
+      plan = planToolCalls(request.tools, pipeline.card, toolCallParser);
+      if (plan.mode === "constrained" && request.params.constraint) {
+        throw new ArmatureError(
+          "REQUEST_INVALID",
+          "'tool_choice' required or naming a function cannot be combined with a JSON 'text.format'; send one",
+          { param: "tool_choice" },
+        );
+      }
+      const tokenIds = pipeline.tokenize(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
+      const params = plan.mode === "constrained" ? { ...request.params, constraint: plan.constraint } : request.params;
+      return { tokenIds, params };
+    },
+    respond: (request, generation, reply) => {
+      const compact = reply.requestId.replaceAll("-", "");
+      const idn: ResponseIdentity = {
+        id: `resp_${compact}`,
+        itemId: `msg_${compact}`,
+        createdAt: Math.floor(Date.now() / 1000),
+        model: request.params.model,
+        echo: request.echo,
+      };
+      return request.params.stream ? streamResponse(idn, plan, generation, reply) : wholeResponse(idn, plan, generation, reply);
+    },
+    errorBody: (http) => http.body,
+    endStreamWithError: (res, http) => {
+      const event = streams.get(res)?.error(http.body.error) ?? { ...http.body.error, type: "error" };
+      res.end(`event: error\ndata: ${JSON.stringify(event)}\n\n`);
+    },
+  };
 }
 
-async function wholeResponse(idn: ResponseIdentity, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined> {
+/**
+ * `POST /v1/responses` (OpenAI's Create a model response): text input, message items and earlier
+ * function calls with their outputs, `instructions` as a system message, function tools, through
+ * the model's chat template and the chat pipeline. Nothing is stored (`store: true` is refused).
+ */
+export function handleResponses(req: IncomingMessage, res: ServerResponse, requestId: string, deps: GenerationRouteDeps) {
+  return serveGeneration(responsesApi(deps.toolCallParser), req, res, requestId, deps);
+}
+
+async function wholeResponse(
+  idn: ResponseIdentity,
+  plan: ToolCallPlan,
+  generation: Generation,
+  reply: Reply,
+): Promise<GenerationEnd | undefined> {
   let text = "";
   for await (const event of generation.events) {
     if (event.type === "text") text += event.text;
     else {
-      sendJson(reply.res, 200, responsesFormat.response(idn, text, event), reply.headers);
+      const { content, toolCalls } = answerWithToolCalls(plan, text);
+      sendJson(reply.res, 200, responseObject(idn, outputItems(idn, content, toolCalls, event), event), reply.headers);
       return event;
     }
   }
   return undefined;
 }
 
-/** The Responses event sequence for one message with one text part, each event `event: <type>` + `data: <json>`. */
-async function streamResponse(idn: ResponseIdentity, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined> {
+/** The Responses event stream (`ResponsesEventStream`), each event `event: <type>` + `data: <json>`. */
+async function streamResponse(
+  idn: ResponseIdentity,
+  plan: ToolCallPlan,
+  generation: Generation,
+  reply: Reply,
+): Promise<GenerationEnd | undefined> {
   const sse = new SseWriter(reply.res, reply.headers);
-  const events = responsesFormat.stream(idn);
+  const events = new ResponsesEventStream(idn);
   streams.set(reply.res, events);
-  const send = (event: { readonly type: string }): Promise<void> => sse.sendEvent(event.type, event);
-  let text = "";
+  const shaper = toolCallStream(plan);
+  const send = async (batch: readonly { readonly type: string }[]): Promise<void> => {
+    for (const event of batch) await sse.sendEvent(event.type, event);
+  };
+  const pieces = (deltas: ReturnType<NonNullable<typeof shaper>["push"]>) =>
+    deltas.flatMap((d) => (d.type === "content" ? events.text(d.text) : d.calls.flatMap((c) => events.call(c))));
   try {
-    await send(events.created());
-    await send(events.inProgress());
-    await send(events.itemAdded());
-    await send(events.partAdded());
+    await send(events.start());
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
         if (event.text === "") continue;
-        text += event.text;
-        await send(events.textDelta(event.text));
+        await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text));
         continue;
       }
       sse.cork(); // the closing events go out together; end() uncorks
-      for (const closing of events.closing(text, event)) await send(closing);
+      if (shaper) await send(pieces(shaper.finish()));
+      await send(events.end(event));
       sse.end();
       return event;
     }
@@ -93,7 +125,7 @@ async function streamResponse(idn: ResponseIdentity, generation: Generation, rep
   } catch (error) {
     if (sse.closed) return undefined;
     reply.log.error({ err: error }, "stream failed after it started");
-    await send(events.error(toHttpError(error).body.error));
+    await send([events.error(toHttpError(error).body.error)]);
     sse.end();
     return undefined;
   }
