@@ -216,6 +216,15 @@ test("every refused field is refused by name, and store and previous_response_id
   }
   const unknown = await post("/v1/responses", { ...base, max_tokens: 3 });
   assert.deepEqual([unknown.status, (JSON.parse(unknown.text) as { error: { param: string } }).error.param], [400, "max_tokens"]);
+  // The context's limits name this API's fields (the server runs with --context-size 256).
+  const tooMany = await post("/v1/responses", { ...base, max_output_tokens: 300 });
+  assert.deepEqual(
+    [tooMany.status, (JSON.parse(tooMany.text) as { error: { param: string } }).error.param],
+    [400, "max_output_tokens"],
+  );
+  const tooLong = await post("/v1/responses", { ...base, input: "word ".repeat(300) });
+  const tooLongError = (JSON.parse(tooLong.text) as { error: { param: string; code: string } }).error;
+  assert.deepEqual([tooLong.status, tooLongError.param, tooLongError.code], [400, "input", "context_length_exceeded"]);
   const verbose = await post("/v1/responses", { ...base, text: { verbosity: "high" } });
   assert.equal((JSON.parse(verbose.text) as { error: { param: string } }).error.param, "text.verbosity");
 });

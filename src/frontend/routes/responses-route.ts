@@ -41,6 +41,7 @@ function responsesApi(toolCallParser: ToolCallParserName | undefined): Generatio
         );
       }
       const tokenIds = pipeline.tokenize(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
+      refuseOverBudget(tokenIds.length, request.params.maxTokens, pipeline.card.contextLength);
       const params = plan.mode === "constrained" ? { ...request.params, constraint: plan.constraint } : request.params;
       return { tokenIds, params };
     },
@@ -61,6 +62,25 @@ function responsesApi(toolCallParser: ToolCallParserName | undefined): Generatio
       res.end(`event: error\ndata: ${JSON.stringify(event)}\n\n`);
     },
   };
+}
+
+/** The context checks the generation makes, named by this API's fields (`input`, `max_output_tokens`). */
+function refuseOverBudget(promptTokens: number, maxOutputTokens: number | undefined, contextLength: number): void {
+  const room = contextLength - promptTokens;
+  if (room <= 0) {
+    throw new ArmatureError(
+      "PROMPT_TOO_LONG",
+      `This model's maximum context length is ${contextLength} tokens; the input has ${promptTokens}. Shorten the input.`,
+      { param: "input" },
+    );
+  }
+  if (maxOutputTokens !== undefined && maxOutputTokens > room) {
+    throw new ArmatureError(
+      "REQUEST_INVALID",
+      `max_output_tokens is too large: ${maxOutputTokens}. This model's maximum context length is ${contextLength} tokens and the input has ${promptTokens}; ask for at most ${room}.`,
+      { param: "max_output_tokens" },
+    );
+  }
 }
 
 /**
