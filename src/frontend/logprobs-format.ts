@@ -24,14 +24,32 @@ export function describeLogprobs(
   logprobs: readonly TokenLogprob[],
   asTokenIds = false,
 ): TokenLogprobEntry[] {
+  const texts = tokenTexts(tokenizer);
   const text = (id: number): TokenText => {
-    const decoded = tokenizer.decode([id]);
-    return { token: asTokenIds ? `token_id:${id}` : decoded, bytes: [...Buffer.from(decoded, "utf8")] };
+    let known = texts.get(id);
+    if (!known) {
+      const decoded = tokenizer.decode([id]);
+      known = { token: decoded, bytes: [...Buffer.from(decoded, "utf8")] };
+      texts.set(id, known);
+    }
+    return asTokenIds ? { token: `token_id:${id}`, bytes: known.bytes } : known;
   };
   return tokenIds.map((id, i) => {
     const entry = logprobs[i] ?? { logprob: 0, top: [] };
     return { ...text(id), logprob: entry.logprob, top: entry.top.map((t) => ({ ...text(t.token), logprob: t.logprob })) };
   });
+}
+
+/** Each tokenizer's tokens decoded alone, as they are asked for: at most its vocabulary. */
+const decodedTokens = new WeakMap<Tokenizer, Map<number, TokenText>>();
+
+function tokenTexts(tokenizer: Tokenizer): Map<number, TokenText> {
+  let texts = decodedTokens.get(tokenizer);
+  if (!texts) {
+    texts = new Map();
+    decodedTokens.set(tokenizer, texts);
+  }
+  return texts;
 }
 
 /** Chat's `choices[].logprobs`: `{content: [{token, logprob, bytes, top_logprobs}], refusal: null}`. */

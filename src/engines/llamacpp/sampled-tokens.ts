@@ -12,8 +12,9 @@ export const ZERO_PROBABILITY_LOGPROB = -9999;
 
 /**
  * Evaluates `input` and yields the tokens sampled after it. With `request.logprobs`, llama.cpp hands
- * back each step's probabilities (the whole vocabulary's, sorted) and they become the token's
- * `TokenLogprob`; without, nothing is computed beyond the sampled token.
+ * back each step's probabilities (the whole vocabulary's, sorted; only the chosen token's when no
+ * alternatives are asked for) and they become the token's `TokenLogprob`; without, nothing is
+ * computed beyond the sampled token.
  */
 export async function* sampledTokens(
   sequence: LlamaContextSequence,
@@ -23,6 +24,13 @@ export async function* sampledTokens(
 ): AsyncGenerator<SampledToken, void, void> {
   if (!logprobs) {
     for await (const token of sequence.evaluate(input as Token[], options)) yield { token };
+    return;
+  }
+  if (logprobs.top === 0) {
+    // The chosen token's probability alone: llama.cpp computes it without sending the vocabulary's.
+    for await (const step of sequence.evaluateWithMetadata(input as Token[], { confidence: true }, options)) {
+      yield { token: step.token, logprob: { logprob: logOf(step.confidence), top: [] } };
+    }
     return;
   }
   for await (const step of sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, options)) {
