@@ -40,6 +40,9 @@ test("armature frontend serves the dashboard, and /v1/fleet shows its workers, t
     assert.equal(page.status, 200);
     assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
     assert.match(await page.text(), /<script src="\/dashboard\/uPlot\.iife\.min\.js"><\/script>/);
+    assert.equal((await fetch(`${frontend.url}/dashboard/`)).status, 200, "the page with a trailing slash too");
+    assert.equal((await fetch(`${frontend.url}/dashboard/missing.js`)).status, 404);
+    assert.equal((await fetch(`${frontend.url}/v1/fleet`, { method: "POST" })).status, 405);
 
     const idle = await fleet(frontend.url);
     assert.deepEqual(idle.workers.map((w) => w.id).sort(), ids);

@@ -25,6 +25,7 @@ function readAssets(): Map<string, Asset> {
   const uplot = (name: string): string => createRequire(import.meta.url).resolve(`uplot/dist/${name}`);
   const files: [string, string, string][] = [
     [PAGE_PATH, own("index.html"), "text/html; charset=utf-8"],
+    [ASSET_PREFIX, own("index.html"), "text/html; charset=utf-8"],
     [`${ASSET_PREFIX}dashboard.js`, own("dashboard.js"), "text/javascript; charset=utf-8"],
     [`${ASSET_PREFIX}dashboard.css`, own("dashboard.css"), "text/css; charset=utf-8"],
     [`${ASSET_PREFIX}uPlot.iife.min.js`, uplot("uPlot.iife.min.js"), "text/javascript; charset=utf-8"],
