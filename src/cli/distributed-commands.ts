@@ -35,12 +35,13 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
   const runtime = await connect(options, logger);
-  const { workers, modelName } = await startWorkers(options, runtime, logger);
+  const { workers, modelName, tracing } = await startWorkers(options, runtime, logger);
   out(
     `armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${redactUrl(options.bus ?? "")}\n`,
   );
   await untilSignal(logger);
   await Promise.all(workers.map((w) => w.close()));
+  await tracing.close();
   await runtime.close();
   out("armature worker stopped\n");
   return 0;

@@ -54,6 +54,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     // The port is taken, say: nothing may keep the process alive after this.
     await planner?.close();
     await Promise.all([...workers, ...(planner?.added() ?? [])].map((w) => w.close(0)));
+    await started.tracing.close();
     await runtime.close();
     throw error;
   }
@@ -67,6 +68,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
       await planner?.close();
       await stack.close(graceMs);
       await Promise.all([...workers, ...(planner?.added() ?? [])].map((w) => w.close(graceMs)));
+      await started.tracing.close();
       await runtime.close();
     },
   };

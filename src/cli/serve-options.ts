@@ -64,6 +64,8 @@ export interface ServeOptions {
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
   readonly logLevel: string;
+  /** `--otlp-endpoint`: where request spans go (OTLP/HTTP); undefined: not exported. */
+  readonly otlpEndpoint: string | undefined;
   /** `armature serve`: prefill workers (disaggregated serving when above 0). */
   readonly prefillWorkers: number;
   /** `armature serve`: decode workers beside the prefill workers (default `workers`). */
@@ -256,6 +258,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     sequences: num("sequences", true, 1) ?? 4,
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",
+    otlpEndpoint: httpUrl("otlp-endpoint", str("otlp-endpoint")),
     prefillWorkers: num("prefill", true, 0) ?? 0,
     decodeWorkers: num("decode", true, 1),
     role: (str("role") as WorkerRole | undefined) ?? "aggregated",
@@ -319,6 +322,12 @@ function httpsFiles(certFile?: string, keyFile?: string, clientCaFile?: string):
   if (keyFile !== undefined) throw configError("tls-cert", "is missing: HTTPS needs the certificate of --tls-key");
   if (clientCaFile !== undefined) throw configError("tls-cert", "and --tls-key are missing: --tls-ca needs HTTPS");
   return undefined;
+}
+
+function httpUrl(flag: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (URL.canParse(value) && /^https?:$/.test(new URL(value).protocol)) return value;
+  throw configError(flag, `must be an http:// or https:// URL, e.g. http://localhost:4318, got '${value}'`);
 }
 
 function configError(flag: string, problem: string): ArmatureError {

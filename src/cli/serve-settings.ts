@@ -181,6 +181,11 @@ export const serveSettings: Record<string, Setting> = {
     help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
   },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
+  "otlp-endpoint": {
+    type: "string",
+    env: "ARMATURE_OTLP_ENDPOINT",
+    help: "export request spans with OTLP/HTTP to this URL, e.g. http://localhost:4318 (/v1/traces added to a bare URL) (default off)",
+  },
   prefill: {
     type: "integer",
     env: "ARMATURE_PREFILL",

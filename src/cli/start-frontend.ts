@@ -1,5 +1,5 @@
 import { Frontend, type FrontendOptions } from "../frontend/index.js";
-import { type Logger, PrometheusMeter } from "../observability/index.js";
+import { createTracing, type Logger, PrometheusMeter } from "../observability/index.js";
 import { ArmatureError, isArmatureError, type ModelCard } from "../protocol/index.js";
 import {
   ActiveLoad,
@@ -136,6 +136,7 @@ export async function startFrontend(
       }
     : planner;
   let frontend: Frontend;
+  const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-frontend", logger });
   try {
     frontend = await Frontend.create({
       router,
@@ -152,10 +153,12 @@ export async function startFrontend(
       toolCallParser: options.toolCallParser,
       access: apiAccess?.access,
       tls,
+      tracing,
       instanceId: routerId,
       ...hooks,
     });
   } catch (error) {
+    await tracing.close();
     await reporter?.close();
     stopRouting();
     if (isArmatureError(error) && error.code === "LISTEN_FAILED") {
@@ -182,6 +185,8 @@ export async function startFrontend(
       // After the drain, so the last requests' report goes out.
       await reporter?.close();
       stopRouting();
+      // After the drain: the last requests' spans go out.
+      await tracing.close();
     },
   };
 }

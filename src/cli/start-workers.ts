@@ -10,7 +10,7 @@ import {
   type TimingModel,
 } from "../engines/index.js";
 import { type KvbmSettings, workerDiskDirectory } from "../kvbm/index.js";
-import { type Logger, type MetricMeter, PrometheusMeter } from "../observability/index.js";
+import { createTracing, type Logger, type MetricMeter, PrometheusMeter, type Tracing } from "../observability/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
@@ -45,6 +45,8 @@ export function transferSecret(options: ServeOptions, runtime: Runtime): string 
 export interface StartedWorkers {
   readonly workers: WorkerHost[];
   readonly modelName: string;
+  /** The workers' spans (`--otlp-endpoint`); close it after the workers, so their last spans go out. */
+  readonly tracing: Tracing;
   /** Starts one more worker of `role` with the same flags (the next index: its own disk tier folder). */
   addWorker(role: WorkerRole): Promise<WorkerHost>;
 }
@@ -78,6 +80,7 @@ export async function startWorkers(
     onRefused: ({ reason, detail, peer }) => transferLog.warn({ reason, peer, detail }, "transfer connection refused"),
   };
   const workers: WorkerHost[] = [];
+  const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const tiers = await openKvTiers(options, runtime);
   let started = 0;
   const addWorker = async (role: WorkerRole): Promise<WorkerHost> => {
@@ -108,7 +111,7 @@ export async function startWorkers(
       minFreeBytes: options.minSharedFreeBytes,
     };
     try {
-      return await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits });
+      return await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits, tracing });
     } catch (error) {
       await engine.close();
       throw error;
@@ -118,9 +121,10 @@ export async function startWorkers(
     for (const role of workerRoles(options)) workers.push(await addWorker(role));
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
+    await tracing.close();
     throw error;
   }
-  return { workers, modelName, addWorker };
+  return { workers, modelName, tracing, addWorker };
 }
 
 /**

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
+import type { RequestTrace } from "../observability/index.js";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
-import type { RoutingDecision } from "./frontend-metrics.js";
 import { refuseUnservableParams } from "./engine-support.js";
+import type { RoutingDecision } from "./frontend-metrics.js";
 import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
 import { describeLogprobs, type TokenLogprobEntry } from "./logprobs-format.js";
 import { migratingStream } from "./migrating-stream.js";
@@ -65,6 +66,8 @@ export interface GenerationInput {
   /** Times a request may move to another worker when its worker fails mid-stream. */
   readonly migrationLimit: number;
   readonly onMigrate?: (from: string, to: string, generated: number) => void;
+  /** The request's trace: its admission and routing are marked on it, its context sent to the worker. */
+  readonly trace?: RequestTrace | undefined;
 }
 
 /**
@@ -93,7 +96,9 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     signal: input.signal,
     pinnedWorkerId: params.pinnedWorkerId,
     overrides: params.routerOverrides,
+    trace: input.trace,
   });
+  input.trace?.routed(call);
   input.observer.routed?.({
     workerId: call.workerId,
     prefillWorkerId: call.prefillWorkerId,
@@ -177,6 +182,7 @@ async function* textEvents(
         }
       } else {
         ended = true;
+        input.trace?.ending();
         cached = item.cachedTokens;
         hostCached = item.hostCachedTokens;
         if (item.finishReason === "error") {

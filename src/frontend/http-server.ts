@@ -2,7 +2,14 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { Logger, MetricMeter } from "../observability/index.js";
+import {
+  type Logger,
+  type MetricMeter,
+  noTracing,
+  RequestTrace,
+  type Tracing,
+  traceContextFromHeaders,
+} from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
@@ -49,6 +56,11 @@ export interface FrontendOptions {
   readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
+  /**
+   * Where request spans go (`--otlp-endpoint`). Every response carries its trace id in
+   * `x-armature-trace-id` either way: the client's from `traceparent`, else a new one.
+   */
+  readonly tracing?: Tracing | undefined;
   /** Serve KServe v2's gRPC API on this port too (on `host`, with `tls`). Default: no gRPC. */
   readonly grpcPort?: number | undefined;
   /** `--tool-call-parser`: reads `tool_choice: "auto"` answers. Default: the parser each model's chat template points to. */
@@ -192,6 +204,8 @@ export class Frontend {
     const headers = { "x-request-id": requestId };
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
+    const trace = new RequestTrace(this.#o.tracing ?? noTracing, traceContextFromHeaders(req.headers));
+    res.setHeader("x-armature-trace-id", trace.traceId);
     if (this.#o.instanceId) res.setHeader("x-armature-frontend", this.#o.instanceId);
     const access = this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
@@ -204,7 +218,8 @@ export class Frontend {
       router: this.#o.router,
       pipelines: this.#pipelines,
       metrics: this.#metrics,
-      logger: grant ? this.#log.child({ keyName: grant.keyName }) : this.#log,
+      logger: this.#log.child(grant ? { keyName: grant.keyName, traceId: trace.traceId } : { traceId: trace.traceId }),
+      trace,
       access: grant,
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
       requestTimeoutMs: this.#o.requestTimeoutMs,

@@ -99,6 +99,17 @@ export interface GenerateRequest {
   readonly minTokens?: number | undefined;
   /** Tokens that end the generation (`stop`) once sampled, after `minTokens`; the token is output. */
   readonly stopTokenIds?: readonly number[] | undefined;
+  /**
+   * The trace the worker's spans join (W3C Trace Context: the frontend's `route` span). A malformed
+   * one is dropped on arrival and counted; the request is served untraced. Absent: untraced.
+   */
+  readonly traceContext?: WireTraceContext | undefined;
+}
+
+/** A W3C trace context on the wire: a version 00 `traceparent` and the `tracestate` that goes with it. */
+export interface WireTraceContext {
+  readonly traceparent: string;
+  readonly tracestate?: string | undefined;
 }
 
 /** Why generation ended, in OpenAI terms plus the cases that never reach a client as success. */

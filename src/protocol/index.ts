@@ -25,6 +25,7 @@ export type {
   TokenBiasEntry,
   TokenDelta,
   TokenLogprob,
+  WireTraceContext,
 } from "./generate.js";
 export type {
   KvBlockRemoved,
@@ -53,6 +54,7 @@ export {
   routeAnswerSchema,
   routeQuerySchema,
   trafficReportSchema,
+  wireTraceContextSchema,
   workerLoadSchema,
 } from "./message-schemas.js";
 export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";

@@ -6,6 +6,7 @@ import {
   kvEventBatchSchema,
   MessageInvalidError,
   modelCardSchema,
+  wireTraceContextSchema,
   workerLoadSchema,
 } from "./index.js";
 
@@ -165,4 +166,24 @@ test("fields a newer peer adds are left out, absent optional fields stay absent"
   });
   assert.equal("futureField" in card, false);
   assert.equal("chatTemplate" in card, false);
+});
+
+test("a trace context is kept; a malformed one is dropped without costing the request", () => {
+  const traceContext = {
+    traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    tracestate: "congo=t61rcWkgMzE",
+  };
+  assert.deepEqual(generateRequestSchema.parse({ ...request, traceContext }), { ...request, traceContext });
+  const malformed = [
+    { traceparent: "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01" },
+    { traceparent: "00-00000000000000000000000000000000-00f067aa0ba902b7-01" },
+    { traceparent: "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+    { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "x".repeat(513) },
+    { traceparent: 7 },
+    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+  ];
+  for (const value of malformed) {
+    assert.deepEqual(generateRequestSchema.parse({ ...request, traceContext: value }), request, JSON.stringify(value));
+    assert.throws(() => wireTraceContextSchema.parse(value));
+  }
 });

@@ -1,5 +1,5 @@
 import type { ActiveSequenceEvent } from "./active-sequences.js";
-import type { GenerateRequest, GenerateResponse, KvHandoff, SamplingOptions } from "./generate.js";
+import type { GenerateRequest, GenerateResponse, KvHandoff, SamplingOptions, WireTraceContext } from "./generate.js";
 import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } from "./kv-events.js";
 import type { ModelCard } from "./model-card.js";
 import type { RouteAnswer, RouteQuery } from "./route-query.js";
@@ -144,6 +144,36 @@ const handoff: Schema<KvHandoff> = object({
   expiresInMs: int(),
 });
 
+/** A version 00 W3C `traceparent`: lowercase hex, neither id all zeros. */
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * `GenerateRequest.traceContext`; `tracestate` bounded at the 512 characters W3C asks vendors to
+ * pass on. A worker checks a dropped one with it alone, to count and report it.
+ */
+export const wireTraceContextSchema: Schema<WireTraceContext> = object({
+  traceparent: str({ maxLength: 55, pattern: TRACEPARENT }),
+  tracestate: optional(str({ maxLength: 512 })),
+});
+
+/**
+ * An advisory field: what `inner` accepts, or undefined when the value is malformed, so its fault
+ * does not cost the message (the reader may count it with `inner`).
+ */
+function droppable<T>(inner: Schema<T>): Schema<T | undefined> {
+  return {
+    parse(value, path = "") {
+      if (value === undefined) return undefined;
+      try {
+        return inner.parse(value, path);
+      } catch (error) {
+        if (error instanceof MessageInvalidError) return undefined;
+        throw error;
+      }
+    },
+  };
+}
+
 export const generateRequestSchema: Schema<GenerateRequest> = object({
   type: literal("generate-request"),
   requestId,
@@ -174,6 +204,7 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
   logprobs: optional(object({ top: int(0, MAX_TOP_LOGPROBS) })),
   minTokens: optional(int(0, MAX_TOKENS)),
   stopTokenIds: optional(arrayOf(tokenId, 1 << 16)),
+  traceContext: droppable(wireTraceContextSchema),
 });
 
 /** A JSON object kept whole (a user's JSON schema), bounded in depth. */

@@ -1,3 +1,4 @@
+import type { RouteTrace } from "../observability/index.js";
 import { ArmatureError, type GenerateRequest, hashBlocks, type KvHandoff, type RequestEnd } from "../protocol/index.js";
 import type { KvIndexView } from "./kv-policy.js";
 import type { Router } from "./router.js";
@@ -64,12 +65,13 @@ export class PrefillStage {
    * token came first), or nothing when the decode worker should prefill. `chooseDecodeWorker` is
    * called once the prefill is to run remotely (or earlier, for `maxTransferMs`): the prefill
    * worker is then told how much of the prompt that worker holds by the KV index (its device and
-   * lower tiers), and exports only the rest.
+   * lower tiers), and exports only the rest. The prefill call carries `trace`'s context.
    */
   async run(
     request: GenerateRequest,
     signal: AbortSignal,
     chooseDecodeWorker?: () => Promise<string | undefined>,
+    trace?: RouteTrace,
   ): Promise<RemotePrefill | undefined> {
     let held: Promise<number> | undefined;
     const decodeHeld = (): Promise<number> => {
@@ -84,7 +86,7 @@ export class PrefillStage {
     const decodeHeldTokens = await decodeHeld();
     try {
       const disaggregation = { phase: "prefill" as const, ...(decodeHeldTokens > 0 ? { decodeHeldTokens } : {}) };
-      const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation }, { signal });
+      const call = await this.#o.router.route({ ...request, maxTokens: 1, disaggregation }, { signal, trace });
       let end: RequestEnd | undefined;
       for await (const item of call.stream) if (item.type === "request-end") end = item;
       if (!end || end.finishReason === "error" || end.finishReason === "cancelled") {

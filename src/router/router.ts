@@ -1,4 +1,4 @@
-import type { Logger } from "../observability/index.js";
+import type { Logger, RouteTrace } from "../observability/index.js";
 import {
   ArmatureError,
   type EmbedRequest,
@@ -150,6 +150,8 @@ export class Router {
       excludeWorkerIds?: readonly string[] | undefined;
       /** The request already waited its turn for a decode worker (before its prefill ran). */
       admitted?: boolean | undefined;
+      /** The request's trace: told when the request is admitted; its context goes with the worker call. */
+      trace?: RouteTrace | undefined;
     },
   ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
@@ -161,6 +163,7 @@ export class Router {
       // Decode capacity first: a request refused after its prefill would strand the exported KV.
       await this.#queueOf(request.model).admit(free, options.signal);
       admitted = true;
+      options.trace?.admitted();
       // Then, if the prefill runs remotely, its decode worker, booked while the prefill runs: the
       // prefill worker leaves out the KV that worker holds.
       let decodeWorker: { id: string; release: () => void } | undefined;
@@ -169,7 +172,7 @@ export class Router {
         return decodeWorker?.id;
       };
       try {
-        const staged = await this.#prefill.run(request, options.signal, chooseDecodeWorker);
+        const staged = await this.#prefill.run(request, options.signal, chooseDecodeWorker, options.trace);
         if (staged?.end) {
           const end = staged.end;
           return {
@@ -211,6 +214,7 @@ export class Router {
         throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
       }
     }
+    options.trace?.admitted();
     let chosen = candidates[0];
     let remoteOverlap: number | undefined;
     const routeRequest = { model: request.model, tokenIds: request.tokenIds, overrides: options.overrides };
@@ -239,7 +243,8 @@ export class Router {
     this.#load.add(bookingId, workerId, uncached, blocks);
     this.workers.adjustInflight(workerId, 1);
     this.#policy.onRouted?.(workerId, routeRequest);
-    const source = this.#runtime.requests.call(workerId, request, { signal: options.signal });
+    const sent = options.trace ? { ...request, traceContext: options.trace.workerContext } : request;
+    const source = this.#runtime.requests.call(workerId, sent, { signal: options.signal });
     const release = (): void => {
       this.#load.free(bookingId);
       this.workers.adjustInflight(workerId, -1);

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Engine } from "../engines/index.js";
-import type { Logger } from "../observability/index.js";
+import { type Logger, noTracing, type Tracing } from "../observability/index.js";
 import {
   ArmatureError,
   type GenerateRequest,
@@ -14,6 +14,7 @@ import {
   subjects,
   type WorkerLoad,
   type WorkerRole,
+  wireTraceContextSchema,
 } from "../protocol/index.js";
 import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
@@ -22,6 +23,7 @@ import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
+import { withWorkerSpans } from "./request-spans.js";
 
 export interface WorkerHostOptions {
   readonly runtime: Runtime;
@@ -51,6 +53,8 @@ export interface WorkerHostOptions {
    * space is checked and no file removed, so no real I/O sits on a request's path. Default false.
    */
   readonly modelledKvExports?: boolean;
+  /** Where the spans of traced requests go (`--otlp-endpoint`). Default: none are exported. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export type WorkerState = "starting" | "running" | "draining" | "stopped";
@@ -169,6 +173,7 @@ export class WorkerHost {
       throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
     }
     const request = this.#o.runtime.invalidMessages.check("generate-request", generateRequestSchema, payload, this.id);
+    this.#countDroppedTraceContext(payload, request);
     // The caller's deadline holds here too: work nobody waits for any more stops even if the
     // cancellation is lost on the way.
     const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(this.#o.runtime.clock, request.timeoutMs);
@@ -180,7 +185,10 @@ export class WorkerHost {
     this.#inflight.add(tracked);
     this.#publishLoad();
     try {
-      for await (const response of this.#serve(request, signal)) {
+      const tracing = this.#o.tracing ?? noTracing;
+      const served = this.#serve(request, signal);
+      const traced = tracing.exporting && request.traceContext ? withWorkerSpans(tracing, this.id, request, served) : served;
+      for await (const response of traced) {
         if (response.type === "request-end") {
           // Done once the end exists, even if the caller never resumes this generator.
           this.#inflight.delete(tracked);
@@ -196,6 +204,13 @@ export class WorkerHost {
     }
   }
 
+  /** A malformed trace context was dropped by the schema (the request is served untraced): count it. */
+  #countDroppedTraceContext(payload: unknown, request: GenerateRequest): void {
+    const sent = (payload as { traceContext?: unknown }).traceContext;
+    if (sent === undefined || request.traceContext !== undefined) return;
+    this.#o.runtime.invalidMessages.accept("trace-context", wireTraceContextSchema, sent, this.id);
+  }
+
   #serve(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateResponse> {
     const phase = request.disaggregation;
     const { engine } = this.#o;
@@ -204,7 +219,9 @@ export class WorkerHost {
       const context = {
         engine,
         agent: this.#agent as TransferAgent,
-        log: this.#log,
+        log: request.traceContext
+          ? this.#log.child({ requestId: request.requestId, traceId: request.traceContext.traceparent.slice(3, 35) })
+          : this.#log,
         transferTimeoutMs: this.#o.transferTimeoutMs ?? 10_000,
       };
       return serveDecode(context, request, phase.handoff, signal);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "../../observability/index.js";
+import type { Logger, RequestTrace } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
@@ -29,6 +29,8 @@ export interface CompletionsRouteDeps {
   readonly migrationLimit: number;
   /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
   readonly access?: RequestGrant | undefined;
+  /** The request's trace (its id is already in the response headers). */
+  readonly trace?: RequestTrace | undefined;
   /** `--tool-call-parser`: how `tool_choice: "auto"` answers are read; absent, the chat template tells. */
   readonly toolCallParser?: ToolCallParserName | undefined;
 }
@@ -81,6 +83,7 @@ export async function handleCompletions(
     const request = kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
     deps.access?.checkModel(request.model);
     stream = request.stream;
+    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": request.model });
     // Only a served model's name labels metrics: a client's made-up names never reach the registry.
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
@@ -101,6 +104,7 @@ export async function handleCompletions(
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,
       migrationLimit: deps.migrationLimit,
+      trace: deps.trace,
       onMigrate: (from, to, generated) => {
         deps.metrics.migrations.inc({ model: request.model });
         log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
@@ -141,8 +145,17 @@ export async function handleCompletions(
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
       hostCachedTokens: end?.hostCachedTokens,
     });
+    deps.trace?.finished({
+      finishReason: end?.finishReason,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
+    });
   } catch (error) {
     const http = toHttpError(error);
+    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint });
+    deps.trace?.finished({ status: http.status, error });
     if (http.status >= 500) log.error({ err: error }, "request failed");
     else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
     (timer ?? deps.metrics.startRequest("unknown")).finish({
