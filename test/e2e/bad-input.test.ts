@@ -171,15 +171,22 @@ test("tools, or a field no route knows → 400 naming it (docs/api.md)", async (
   const tools = await post("/v1/chat/completions", chat({ tools: [{ type: "function", function: { name: "f" } }] }));
   assert.equal(tools.status, 400);
   assert.deepEqual([tools.body.error.param, tools.body.error.code], ["tools", "unsupported_parameter"]);
-  const unknown = await post("/v1/completions", { model: MODEL, prompt: "hi", min_tokens: 3 });
+  const unknown = await post("/v1/completions", { model: MODEL, prompt: "hi", max_new_tokens: 3 });
   assert.equal(unknown.status, 400);
-  assert.equal(unknown.body.error.message, "Unrecognized request argument supplied: min_tokens");
+  assert.equal(unknown.body.error.message, "Unrecognized request argument supplied: max_new_tokens");
 });
 
-test("n > 1 → 400 unsupported", async () => {
-  const { status, body } = await post("/v1/chat/completions", chat({ n: 2 }));
+test("n above 128, or logit_bias and stop_token_ids outside the vocabulary → 400 naming them", async () => {
+  const { status, body } = await post("/v1/chat/completions", chat({ n: 129 }));
   assert.equal(status, 400);
   assert.equal(body.error.param, "n");
+  for (const [field, value] of [
+    ["logit_bias", { "999999": 5 }],
+    ["stop_token_ids", [999_999]],
+  ] as const) {
+    const refused = await post("/v1/chat/completions", chat({ [field]: value }));
+    assert.deepEqual([refused.status, refused.body.error.param], [400, field]);
+  }
 });
 
 test("stream_options without stream, token ids outside the vocabulary, unknown pinned worker → 400", async () => {
