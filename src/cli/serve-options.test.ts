@@ -88,3 +88,19 @@ test("limits: body size, request deadline and KV export bounds, with their defau
     /--max-body-bytes \(ARMATURE_MAX_BODY_BYTES\) must be an integer ≥ 1024/,
   );
 });
+
+test("--otlp-endpoint: off by default, an http(s) URL, anything else refused by name", () => {
+  assert.equal(resolveServeOptions([], {}).otlpEndpoint, undefined);
+  assert.equal(resolveServeOptions(["--otlp-endpoint", "http://localhost:4318"], {}).otlpEndpoint, "http://localhost:4318");
+  assert.equal(
+    resolveServeOptions([], { ARMATURE_OTLP_ENDPOINT: "https://otel.example:4318/v1/traces" }).otlpEndpoint,
+    "https://otel.example:4318/v1/traces",
+  );
+  for (const bad of ["localhost:4318", "grpc://localhost:4317", "not a url"]) {
+    assert.throws(
+      () => resolveServeOptions(["--otlp-endpoint", bad], {}),
+      /--otlp-endpoint \(ARMATURE_OTLP_ENDPOINT\) must be an http:\/\/ or https:\/\/ URL/,
+      bad,
+    );
+  }
+});

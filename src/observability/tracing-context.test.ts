@@ -83,3 +83,10 @@ test("a request's trace id: the client's when its traceparent is valid, else a n
     "4bf92f3577b34da6a3ce929d0e0e4736",
   );
 });
+
+test("--otlp-endpoint: a bare collector URL gets OTLP's /v1/traces, a URL with a path is used as it is", async () => {
+  const { otlpTracesUrl } = await import("./tracing-otel.js");
+  assert.equal(otlpTracesUrl("http://localhost:4318"), "http://localhost:4318/v1/traces");
+  assert.equal(otlpTracesUrl("http://localhost:4318/"), "http://localhost:4318/v1/traces");
+  assert.equal(otlpTracesUrl("https://tempo.example/otlp/v1/traces"), "https://tempo.example/otlp/v1/traces");
+});
