@@ -5,6 +5,9 @@ import { ENGLISH_CORPUS } from "./english-corpus.js";
 /** The text the tiny model's tokenizer and next-token statistics come from. */
 export const TRAINING_TEXT = ENGLISH_CORPUS;
 
+/** What the tokenizer is learned on: the training text and the chat template's role names. */
+export const TOKENIZER_TEXT = `${TRAINING_TEXT}\nsystem\nuser\nassistant\n`;
+
 /** Chat answers weigh less than running text, so that text goes on past a full stop. */
 const CHAT_WEIGHT = 0.25;
 

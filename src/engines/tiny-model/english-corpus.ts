@@ -54,9 +54,18 @@ The answer is short, and it ends when the model is done.
 The worker runs the model, and the router sends each request to a worker.
 The cache keeps the words the model has already read, so the next answer comes faster.
 
+The robot said, "I want to paint the sea."
+The girl said, "Here is some bread for you."
+"Hello," said the cat, "it is a good day."
+The dog said, "I will sleep in the sun."
+The worker said, "The answer is ready."
+
 There are many numbers, like 1, 2, 3, 10, 42 and 100.
 The book has 42 pages, and the town has 100 houses.
 Here is an answer in JSON: {"name": "Ada", "age": 36}
 Here is a city in JSON: {"city": "Paris", "population": 2100000}
 Here is another one: {"city": "Oslo", "population": 700000}
+Here is a robot in JSON: {"name": "Robot", "age": 3, "likes": "the sea"}
+Here is a cat in JSON: {"name": "The cat", "age": 7}
+Here is an answer: {"answer": "The sky is blue.", "score": 10}
 `;

@@ -1,7 +1,7 @@
 import { factorBigrams } from "./bigram.js";
 import { encodeBpe, learnBpe } from "./byte-bpe.js";
 import { CHATML_TEMPLATE } from "./chat-template.js";
-import { TRAINING_TEXT, trainingStreams } from "./corpus-streams.js";
+import { TOKENIZER_TEXT, trainingStreams } from "./corpus-streams.js";
 import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
 import { bigramRank, speakingTensors } from "./transformer-weights.js";
 
@@ -37,7 +37,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const heads = options.heads ?? 4;
   const ff = options.feedForwardLength ?? 256;
   const contextLength = options.contextLength ?? 4096;
-  const vocab = learnBpe(TRAINING_TEXT, options.merges ?? ALL_MERGES, 1);
+  const vocab = learnBpe(TOKENIZER_TEXT, options.merges ?? ALL_MERGES, 1);
   const tokens = [...vocab.tokens, ...SPECIAL_TOKENS];
   const tokenTypes = tokens.map((_, i) => (i >= vocab.tokens.length ? 3 : 1));
   const vocabSize = tokens.length;
@@ -89,6 +89,8 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
       imStart,
       imEnd,
       chatEndBoost,
+      fullStop,
+      chatStopBoost: 2,
       mixing: 0.1,
       repetitionPenalty: 14,
       coded,

@@ -30,6 +30,9 @@ export interface SpeakingShape {
   readonly vocabSize: number;
   readonly imStart: number;
   readonly imEnd: number;
+  /** The full stop token, which inside a chat turn gains `chatStopBoost`: answers are short. */
+  readonly fullStop: number;
+  readonly chatStopBoost: number;
   /** Added to `<|im_end|>`'s logit inside a chat turn. */
   readonly chatEndBoost: number;
   /** Scale of the random heads' output projection. */
@@ -98,6 +101,7 @@ export function speakingTensors(shape: SpeakingShape, factors: BigramFactors): T
     length2 += 1 + (embedding[e + MARKER] as number) ** 2;
     embedding[e + PADDING] = Math.sqrt(Math.max(0, ROW_LENGTH ** 2 - length2));
     output[e + CONSTANT] = seen.has(t) ? 0 : UNSEEN_LOGIT;
+    if (t === shape.fullStop) output[e + CHAT] = shape.chatStopBoost;
     // Running text does not end by itself; a chat turn ends through `CHAT`.
     if (t === shape.imEnd) {
       output[e + CONSTANT] = -PROSE_END_PENALTY;
