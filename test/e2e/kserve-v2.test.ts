@@ -1,21 +1,11 @@
 import assert from "node:assert/strict";
 import { mkdtemp } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import {
-  type Client,
-  type ClientDuplexStream,
-  credentials,
-  loadPackageDefinition,
-  Metadata,
-  type ServiceError,
-  status,
-} from "@grpc/grpc-js";
-import { loadSync } from "@grpc/proto-loader";
+import { type ServiceError, status } from "@grpc/grpc-js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { freePort, KSERVE_FIXTURES, KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
 import { sseData } from "../helpers/openai-spec.js";
 import { specSchemas } from "../helpers/spec-schemas.js";
 
@@ -23,9 +13,8 @@ import { specSchemas } from "../helpers/spec-schemas.js";
 // v2 REST checked against the Open Inference Protocol's schemas and the generate extension's,
 // gRPC through clients built from the protocol's own protos (the OIP proto; Triton's for
 // ModelStreamInfer, which OIP does not define).
-const FIXTURES = fileURLToPath(new URL("../fixtures/kserve-v2/", import.meta.url));
-const oip = specSchemas(join(FIXTURES, "open_inference_rest.json"));
-const generateSpec = specSchemas(join(FIXTURES, "generate_rest.json"));
+const oip = specSchemas(join(KSERVE_FIXTURES, "open_inference_rest.json"));
+const generateSpec = specSchemas(join(KSERVE_FIXTURES, "generate_rest.json"));
 const MODEL = "armature-tiny";
 const KEY = "kserve-test-key";
 const PROMPT = "Once upon a time";
@@ -33,26 +22,8 @@ const GREEDY = { temperature: 0, max_tokens: 8, ignore_eos: true };
 
 let server: ServeProcess;
 let grpcPort: number;
-let unaryClient: Client & Record<string, (...args: unknown[]) => unknown>;
-let streamClient: Client & Record<string, (...args: unknown[]) => unknown>;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
-function grpcClient(proto: string): Client & Record<string, (...args: unknown[]) => unknown> {
-  const definition = loadSync(join(FIXTURES, proto), { keepCase: true, longs: Number, defaults: true, includeDirs: [FIXTURES] });
-  const service = (loadPackageDefinition(definition).inference as Record<string, new (...a: unknown[]) => unknown>)
-    .GRPCInferenceService as new (
-    address: string,
-    creds: unknown,
-  ) => Client & Record<string, (...args: unknown[]) => unknown>;
-  return new service(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
-}
+let unaryClient: KserveGrpcClient;
+let streamClient: KserveGrpcClient;
 
 before(async () => {
   grpcPort = await freePort();
@@ -60,8 +31,8 @@ before(async () => {
   server = await startServe(["--context-size", "256", "--grpc-port", String(grpcPort), "--api-key", KEY], {
     ARMATURE_CACHE_DIR: cacheDir,
   });
-  unaryClient = grpcClient("open_inference_grpc.proto");
-  streamClient = grpcClient("grpc_service.proto");
+  unaryClient = new KserveGrpcClient("open_inference_grpc.proto", grpcPort);
+  streamClient = new KserveGrpcClient("grpc_service.proto", grpcPort);
 });
 after(async () => {
   unaryClient?.close();
@@ -225,19 +196,8 @@ test("every refused input, output, parameter and path names what it refuses", as
   await assertRefused(await call("GET", `/v2/models/${MODEL}/infer`), 405, ["GET"]);
 });
 
-type Callback = (error: ServiceError | null, response: Record<string, unknown>) => void;
-
 function unary(method: string, request: unknown, key: string | null = KEY): Promise<Record<string, unknown>> {
-  const metadata = new Metadata();
-  if (key !== null) metadata.set("authorization", `Bearer ${key}`);
-  return new Promise((resolve, reject) => {
-    (unaryClient[method] as (r: unknown, m: Metadata, cb: Callback) => void).call(
-      unaryClient,
-      request,
-      metadata,
-      (error, response) => (error ? reject(error) : resolve(response)),
-    );
-  });
+  return unaryClient.unary(method, request, key);
 }
 
 function grpcRequest(text: string | Buffer, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -311,26 +271,17 @@ test("gRPC errors carry their status and name the field", async () => {
 
 test("gRPC ModelStreamInfer (Triton's proto) streams pieces when streaming is true, one response otherwise", async () => {
   const expected = await inferText(GREEDY);
-  const metadata = new Metadata();
-  metadata.set("authorization", `Bearer ${KEY}`);
-  const stream = (streamClient.ModelStreamInfer as (m: Metadata) => ClientDuplexStream<unknown, Record<string, unknown>>).call(
-    streamClient,
-    metadata,
-  );
-  const responses: Record<string, unknown>[] = [];
-  stream.on("data", (r: Record<string, unknown>) => responses.push(r));
-  const ended = new Promise<void>((resolve, reject) => {
-    stream.on("end", resolve);
-    stream.on("error", reject);
-  });
   const streaming = { name: "streaming", datatype: "BOOL", shape: [1], contents: { bool_contents: [true] } };
   const streamed = grpcRequest(PROMPT, { id: "a" });
   (streamed.inputs as unknown[]).push(streaming);
-  stream.write(streamed);
-  stream.write(grpcRequest(PROMPT, { id: "b", parameters: { nonsense: { bool_param: true } } }));
-  stream.write(grpcRequest(PROMPT, { id: "c" }));
-  stream.end();
-  await ended;
+  const responses = await streamClient.streamInfer(
+    [
+      streamed,
+      grpcRequest(PROMPT, { id: "b", parameters: { nonsense: { bool_param: true } } }),
+      grpcRequest(PROMPT, { id: "c" }),
+    ],
+    KEY,
+  );
 
   const ofA = responses.filter((r) => (r.infer_response as { id: string } | null)?.id === "a");
   assert.ok(ofA.length > 2, "one response per piece of text, then the end");
@@ -347,4 +298,9 @@ test("gRPC ModelStreamInfer (Triton's proto) streams pieces when streaming is tr
     text_output: expected,
     finish_reason: "length",
   });
+  // Without a key the call itself is refused.
+  await assert.rejects(
+    streamClient.streamInfer([grpcRequest(PROMPT)], null),
+    (e: ServiceError) => e.code === status.UNAUTHENTICATED,
+  );
 });

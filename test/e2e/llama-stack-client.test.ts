@@ -41,6 +41,11 @@ test("models.list and models.retrieve give the served model in Llama Stack's sha
   assert.equal(model.identifier, MODEL);
   assert.equal(model.model_type, "llm");
 
+  // Started without --grpc-port: no gRPC server, and /health does not name one.
+  const health = (await (await fetch(`${server.url}/health`)).json()) as Record<string, unknown>;
+  assert.equal(health.status, "healthy");
+  assert.equal("grpc_port" in health, false);
+
   const missing = await client.models.retrieve("no-such-model").catch((e: unknown) => e);
   assert.ok(missing instanceof APIError, String(missing));
   assert.equal(missing.status, 404);
