@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { mkdtemp } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -303,4 +304,19 @@ test("gRPC ModelStreamInfer (Triton's proto) streams pieces when streaming is tr
     streamClient.streamInfer([grpcRequest(PROMPT)], null),
     (e: ServiceError) => e.code === status.UNAUTHENTICATED,
   );
+});
+
+test("a --grpc-port that is taken stops the start, naming the flag", async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const { port } = holder.address() as { port: number };
+  try {
+    const cacheDir = await mkdtemp(join(tmpdir(), "armature-e2e-"));
+    await assert.rejects(
+      startServe(["--context-size", "256", "--grpc-port", String(port)], { ARMATURE_CACHE_DIR: cacheDir }),
+      (error: Error) => error.message.includes("exited with 1") && error.message.includes("--grpc-port"),
+    );
+  } finally {
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+  }
 });

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { type Metadata, Server, ServerCredentials, type ServiceDefinition } from "@grpc/grpc-js";
+import { type Metadata, Server, ServerCredentials, type ServiceDefinition, setLogger } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
@@ -43,6 +43,10 @@ export class KserveGrpcServer {
 
   /** Binds the port; throws `LISTEN_FAILED` naming it when that fails. */
   static async create(options: KserveGrpcOptions): Promise<KserveGrpcServer> {
+    // grpc-js writes its own errors to the console; they go to this server's log instead (a
+    // failed bind, for one, is reported as LISTEN_FAILED below).
+    const grpcLog = options.logger.child({ component: "grpc-js" });
+    setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(" ")) });
     const definition = loadSync(KSERVE_PROTO_PATH, KSERVE_PROTO_OPTIONS);
     const service = definition["inference.GRPCInferenceService"] as ServiceDefinition;
     const server = new Server({
