@@ -60,7 +60,16 @@ after(async () => {
 });
 
 test("tool_choice required: the output is function_call items whose arguments fit the schema", async () => {
-  const response = await client.responses.create({ model: MODEL, input, tools, tool_choice: "required", max_output_tokens: 200 });
+  // One call (parallel_tool_calls false), so the answer ends after it rather than at the budget.
+  const response = await client.responses.create({
+    model: MODEL,
+    input,
+    tools,
+    tool_choice: "required",
+    parallel_tool_calls: false,
+    max_output_tokens: 200,
+    temperature: 0,
+  });
   assertMatchesResponsesSchema("Response", wire(response));
   assert.equal(response.status, "completed");
   assert.deepEqual(response.tools, tools);

@@ -11,7 +11,7 @@ function sdkBodyParams(name: string): string[] {
   const file = createRequire(import.meta.url).resolve("@anthropic-ai/sdk/resources/messages/messages");
   const source = readFileSync(file.replace(/\.js$/, ".d.ts"), "utf8");
   const body = source.split(`export interface ${name} {`)[1]?.split("\n}\n")[0] ?? "";
-  return [...body.matchAll(/\/\*\*\s*\n\s*\* Body param[^]*?\*\/\s*\n\s*(\w+)\??:/g)].map((m) => m[1] as string);
+  return [...body.matchAll(/\/\*\*\s*\n\s*\* Body param[\s\S]*?\*\/\s*\n\s*(\w+)\??:/g)].map((m) => m[1] as string);
 }
 
 // Sampling fields Anthropic's API documents that the SDK's types (1.14) no longer list.
@@ -83,4 +83,25 @@ test("max_tokens is required and temperature is Anthropic's 0 to 1", () => {
   refused({ stop_sequences: "END" }, "stop_sequences");
   refused({ messages: [{ role: "user", content: "x", name: "n" }] }, "messages[0].name");
   refused({ messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t" }] }] }, "messages[0].content[0].type");
+});
+
+test("output_config.format becomes the engine's constraint, and its errors name Anthropic's field", () => {
+  const schema = { type: "object", properties: { a: { type: "integer" } } };
+  const withConfig = (output_config: unknown) =>
+    parseMessagesRequest({ model: "m", max_tokens: 4, messages: user, output_config });
+  assert.deepEqual(withConfig({ format: { type: "json_schema", schema } }).params.constraint, { type: "json_schema", schema });
+  assert.equal(withConfig({ effort: null }).params.constraint, undefined);
+  let deep: Record<string, unknown> = { type: "string" };
+  for (let i = 0; i < 70; i++) deep = { type: "array", items: deep };
+  for (const [config, param] of [
+    [{ format: { type: "json_schema", schema: deep } }, "output_config.format.schema"],
+    [{ format: { type: "json_object" } }, "output_config.format.type"],
+    [{ effort: "high" }, "output_config.effort"],
+  ] as const) {
+    assert.throws(
+      () => withConfig(config),
+      (e: unknown) => isArmatureError(e) && e.param === param && !e.message.includes("response_format"),
+      param,
+    );
+  }
 });

@@ -1,18 +1,9 @@
-import { ArmatureError } from "../../protocol/index.js";
+import { ArmatureError, isArmatureError } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import type { ChatMessage } from "./chat-request.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, type Body, invalid, optionalNumber, requiredString } from "./field-checks.js";
-import {
-  absent,
-  accepted,
-  emptyList,
-  emptyObject,
-  type FieldRule,
-  honoured,
-  refusedUnless,
-  refuseUnservedFields,
-} from "./request-fields.js";
+import { absent, accepted, emptyList, type FieldRule, honoured, refusedUnless, refuseUnservedFields } from "./request-fields.js";
 
 /** A `POST /v1/messages` body (Anthropic's Messages API), as the chat pipeline takes it. */
 export interface MessagesRequest {
@@ -41,7 +32,6 @@ const promptFields: Record<string, FieldRule> = {
   messages: honoured,
   system: honoured,
   cache_control: accepted("a caching hint; every prompt's prefix is cached and routed to by the KV router anyway"),
-  output_config: refusedUnless("{}", emptyObject),
   speed: refusedUnless('"standard"', (v) => absent(v) || v === "standard"),
   thinking: refusedUnless('{"type":"disabled"}', typeIs("disabled")),
   tool_choice: refusedUnless('{"type":"none"}', typeIs("none")),
@@ -54,6 +44,7 @@ const promptFields: Record<string, FieldRule> = {
  */
 export const messagesFields: Readonly<Record<string, FieldRule>> = {
   ...promptFields,
+  output_config: honoured,
   max_tokens: honoured,
   stop_sequences: honoured,
   stream: honoured,
@@ -68,7 +59,12 @@ export const messagesFields: Readonly<Record<string, FieldRule>> = {
 };
 
 /** `POST /v1/messages/count_tokens`: every body field of the SDK's `MessageCountTokensParams`. */
-export const countTokensFields: Readonly<Record<string, FieldRule>> = promptFields;
+export const countTokensFields: Readonly<Record<string, FieldRule>> = {
+  ...promptFields,
+  output_config: accepted(
+    "checked as POST /v1/messages checks it; its format constrains decoding, not the prompt, so the count is the same",
+  ),
+};
 
 /** Validates a `POST /v1/messages` body; throws a 400 naming the field. */
 export function parseMessagesRequest(raw: unknown): MessagesRequest {
@@ -81,11 +77,22 @@ export function parseMessagesRequest(raw: unknown): MessagesRequest {
   const topP = optionalNumber(body, "top_p", { min: 0, max: 1 });
   const topK = optionalNumber(body, "top_k", { integer: true, min: 1 });
   const stop = parseStopSequences(body.stop_sequences);
+  const responseFormat = parseOutputConfig(body.output_config);
   // The shared reader fills what these routes leave at their defaults; values were checked above
   // under their Anthropic names.
-  const common = parseCommonParams(
-    { model: body.model, stream: body.stream, max_tokens: maxTokens, temperature, top_p: topP, top_k: topK },
-    ["max_tokens"],
+  const common = renamingFormatErrors(() =>
+    parseCommonParams(
+      {
+        model: body.model,
+        stream: body.stream,
+        max_tokens: maxTokens,
+        temperature,
+        top_p: topP,
+        top_k: topK,
+        response_format: responseFormat,
+      },
+      ["max_tokens"],
+    ),
   );
   return { params: { ...common, stop }, messages };
 }
@@ -94,6 +101,7 @@ export function parseMessagesRequest(raw: unknown): MessagesRequest {
 export function parseCountTokensRequest(raw: unknown): CountTokensRequest {
   const body = asObject(raw, "body");
   refuseUnservedFields(body, countTokensFields);
+  parseOutputConfig(body.output_config);
   return { model: requiredString(body, "model"), messages: parseConversation(body) };
 }
 
@@ -169,4 +177,39 @@ function parseStopSequences(value: unknown): string[] {
     throw invalid("stop_sequences", `each of 'stop_sequences' must be at most ${MAX_STOP_LENGTH} characters`);
   }
   return value;
+}
+
+/**
+ * `output_config`: its `format` (`{type: "json_schema", schema}`) in the chat shape
+ * (`response_format`), whose reader checks it; `effort` is refused unless null.
+ */
+function parseOutputConfig(value: unknown): unknown {
+  if (absent(value)) return undefined;
+  const config = asObject(value, "output_config");
+  for (const [key, field] of Object.entries(config)) {
+    if (key === "format" || absent(field)) continue;
+    throw new ArmatureError("NOT_SUPPORTED", `'output_config.${key}' is not supported by this server yet; leave it out`, {
+      param: `output_config.${key}`,
+    });
+  }
+  if (absent(config.format)) return undefined;
+  const format = asObject(config.format, "output_config.format");
+  if (format.type !== "json_schema")
+    throw invalid("output_config.format.type", "'output_config.format.type' must be json_schema");
+  const extra = Object.keys(format).find((key) => key !== "type" && key !== "schema");
+  if (extra !== undefined)
+    throw invalid(`output_config.format.${extra}`, `'output_config.format.${extra}': Extra inputs are not permitted`);
+  return { type: "json_schema", json_schema: { name: "output", schema: asObject(format.schema, "output_config.format.schema") } };
+}
+
+/** Errors of the chat-shaped `response_format` named as the Anthropic field they came from. */
+function renamingFormatErrors<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (!isArmatureError(error) || !error.param?.startsWith("response_format")) throw error;
+    const rename = (s: string): string =>
+      s.replaceAll("response_format.json_schema", "output_config.format").replaceAll("response_format", "output_config.format");
+    throw new ArmatureError(error.code, rename(error.message), { param: rename(error.param), cause: error });
+  }
 }
