@@ -95,6 +95,7 @@ export class RequestTrace implements RouteTrace {
   finished(outcome: RequestOutcome): void {
     if (this.#finished || !this.#admit) return;
     this.#finished = true;
+    if (!this.#tracing.exporting) return;
     const now = nowMs();
     for (const open of [this.#admit, this.#route]) {
       if (outcome.error !== undefined) open?.fail(outcome.error);

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import type { Logger } from "./logger.js";
 import { formatTraceparent, parseTraceparent } from "./tracing-context.js";
 
@@ -54,10 +54,24 @@ export function nowMs(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/** Random bytes drawn a pool at a time: one `randomBytes` call per id costs microseconds, per request. */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const hex = pool.toString("hex", poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return hex;
+}
+
 /** 32 random lowercase hex digits, never all zeros (W3C trace-id). */
 export function randomTraceId(): string {
   for (;;) {
-    const id = randomBytes(16).toString("hex");
+    const id = randomHex(16);
     if (id !== "00000000000000000000000000000000") return id;
   }
 }
@@ -65,7 +79,7 @@ export function randomTraceId(): string {
 /** 16 random lowercase hex digits, never all zeros (W3C parent-id). */
 export function randomSpanId(): string {
   for (;;) {
-    const id = randomBytes(8).toString("hex");
+    const id = randomHex(8);
     if (id !== "0000000000000000") return id;
   }
 }
@@ -73,11 +87,20 @@ export function randomSpanId(): string {
 /** No export: spans only carry ids, so a trace id reaches the response header, the logs and the workers. */
 class NoSpan implements TraceSpan {
   readonly traceId: string;
-  readonly context: TraceContext;
+  readonly #flags: string;
+  readonly #tracestate: string | undefined;
+  #context: TraceContext | undefined;
 
   constructor(traceId: string, flags: string, tracestate: string | undefined) {
     this.traceId = traceId;
-    this.context = { traceparent: formatTraceparent(traceId, randomSpanId(), flags), tracestate };
+    this.#flags = flags;
+    this.#tracestate = tracestate;
+  }
+
+  /** Made when first asked for (only spans whose context crosses to a worker are). */
+  get context(): TraceContext {
+    this.#context ??= { traceparent: formatTraceparent(this.traceId, randomSpanId(), this.#flags), tracestate: this.#tracestate };
+    return this.#context;
   }
 
   setAttributes(): void {}
