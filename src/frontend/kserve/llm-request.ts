@@ -104,7 +104,7 @@ export function llmInferRequest(model: string, fields: InferFields): LlmRequest 
     id: fields.id,
     textInput,
     streaming,
-    params: samplingParams(model, fields.parameters),
+    params: samplingParams(model, fields.parameters, streaming),
     outputs: requestedOutputs(fields.outputs),
   };
 }
@@ -143,7 +143,7 @@ export function llmGenerateRequest(model: string, body: Record<string, unknown>,
     id,
     textInput: text,
     streaming: stream,
-    params: samplingParams(model, sampling),
+    params: samplingParams(model, sampling, stream),
     outputs: OUTPUT_NAMES,
   };
 }
@@ -192,8 +192,8 @@ function requestedOutputs(outputs: readonly RequestedOutput[]): readonly OutputN
  * The request parameters → the completion routes' sampling fields, checked by the same parser, so a
  * value is refused with the same words as on `/v1/completions`. Any other parameter is refused by name.
  */
-function samplingParams(model: string, parameters: Readonly<Record<string, ParameterValue>>): CommonParams {
-  const body: Record<string, unknown> = { model, max_tokens: DEFAULT_MAX_TOKENS };
+function samplingParams(model: string, parameters: Readonly<Record<string, ParameterValue>>, stream: boolean): CommonParams {
+  const body: Record<string, unknown> = { model, stream, max_tokens: DEFAULT_MAX_TOKENS };
   for (const [name, value] of Object.entries(parameters)) {
     if (name === "binary_data_output" && value === false) continue;
     if (!(HONOURED_PARAMETERS as readonly string[]).includes(name)) {

@@ -5,7 +5,7 @@ import type { RequestGrant } from "../access/index.js";
 import type { FrontendMetrics, RequestOutcome, RequestTimer } from "../frontend-metrics.js";
 import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
-import type { ModelPipelines } from "../model-pipelines.js";
+import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import type { LlmRequest } from "./llm-request.js";
 
@@ -37,7 +37,8 @@ export interface LlmRunOptions {
 }
 
 /**
- * One KServe request from arrival to its last byte, as the completion routes run theirs: the
+ * One KServe gRPC request from arrival to its last response, as the HTTP routes' flow
+ * (`routes/generation-flow.ts`, which the REST routes use) runs theirs: the
  * deadline (`--request-timeout`), the key's model check and token charge, tokenizing with the
  * model's pipeline, routing (`startGeneration`), and the request metrics. Throws what went wrong
  * before or during the response; the caller turns it into its protocol's error.
@@ -68,8 +69,7 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
     options.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    refuseIfSurelyTooLong([request.textInput], pipeline, "text_input");
-    const tokenIds = pipeline.tokenize(request.textInput);
+    const tokenIds = promptTokens(request, pipeline);
     const generation = await startGeneration(deps.router, {
       pipeline,
       tokenIds,
@@ -115,6 +115,12 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
     clearTimeout(deadline);
     options.signal.removeEventListener("abort", onAbort);
   }
+}
+
+/** `text_input`'s tokens, as `/v1/completions` tokenizes a string prompt; a surely too long one is refused first. */
+export function promptTokens(request: LlmRequest, pipeline: ModelPipeline): number[] {
+  refuseIfSurelyTooLong([request.textInput], pipeline, "text_input");
+  return pipeline.tokenize(request.textInput);
 }
 
 /** The text and finish reason of a whole generation, for the responses that are not streamed. */

@@ -1,19 +1,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ArmatureError } from "../../protocol/index.js";
-import type { AccessDenial, RequestGrant } from "../access/index.js";
-import type { RequestOutcome } from "../frontend-metrics.js";
+import type { AccessDenial } from "../access/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
-import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
+import { sendJson } from "../http-io.js";
+import { asObject } from "../requests/field-checks.js";
+import { type GenerationApi, type GenerationRouteDeps, serveGeneration } from "../routes/generation-flow.js";
 import { SseWriter } from "../sse-writer.js";
 import { modelMetadata, servedModel, serverMetadata } from "./kserve-metadata.js";
 import { KservePathError, type KserveRoute, parseKservePath } from "./kserve-paths.js";
 import { type LlmRequest, llmGenerateRequest, llmInferRequest } from "./llm-request.js";
-import { collectText, type KserveDeps, runLlmRequest } from "./llm-run.js";
+import { collectText, promptTokens } from "./llm-run.js";
 import { parseRestInfer, restOutput } from "./rest-tensors.js";
-
-/** How long a response past its deadline may take to send its error before the connection is closed. */
-const DEADLINE_GRACE_MS = 5000;
 
 /** Paths this module answers: `/v2` and everything under it. */
 export function isKservePath(path: string): boolean {
@@ -30,7 +28,7 @@ export async function handleKserveRest(
   res: ServerResponse,
   path: string,
   requestId: string,
-  deps: KserveDeps & { readonly access?: RequestGrant | undefined },
+  deps: GenerationRouteDeps,
 ): Promise<void> {
   const headers: Record<string, string> = { "x-request-id": requestId };
   try {
@@ -56,7 +54,7 @@ export async function handleKserveRest(
       }
       case "infer":
       case "generate":
-        return await serveGeneration(req, res, route, requestId, headers, deps);
+        return await serveGeneration(kserveGenerationApi(route), req, res, requestId, deps);
     }
   } catch (error) {
     if (res.headersSent) return;
@@ -84,67 +82,33 @@ export function notFound(model: string): ArmatureError {
   });
 }
 
-async function serveGeneration(
-  req: IncomingMessage,
-  res: ServerResponse,
-  route: Extract<KserveRoute, { kind: "infer" | "generate" }>,
-  requestId: string,
-  headers: Record<string, string>,
-  deps: KserveDeps & { readonly access?: RequestGrant | undefined },
-): Promise<void> {
-  const disconnected = new AbortController();
-  res.on("close", () => {
-    if (res.writableFinished) return;
-    disconnected.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
-    deps.metrics.disconnected.inc();
-  });
-  const endpoint: RequestOutcome["endpoint"] = route.kind === "infer" ? "kserve_infer" : "kserve_generate";
-  try {
-    await runLlmRequest(deps, {
-      endpoint,
-      requestId,
-      access: deps.access,
-      signal: disconnected.signal,
-      onDeadline: () =>
-        setTimeout(() => {
-          if (!res.writableFinished) res.destroy();
-        }, DEADLINE_GRACE_MS).unref(),
-      parse: async () => {
-        const body = await readJsonBody(req, deps.bodyLimitBytes);
-        if (route.kind === "generate") {
-          if (body === null || typeof body !== "object" || Array.isArray(body)) {
-            throw new ArmatureError("REQUEST_INVALID", "the request body must be a JSON object", { param: "body" });
-          }
-          return llmGenerateRequest(route.model, body as Record<string, unknown>, route.stream);
-        }
-        const request = llmInferRequest(route.model, parseRestInfer(body));
-        if (request.streaming) {
-          throw new ArmatureError(
-            "NOT_SUPPORTED",
-            "input 'streaming' true is not served on /infer: use /generate_stream, or gRPC ModelStreamInfer (--grpc-port)",
-            { param: "inputs.streaming" },
-          );
-        }
-        return request;
-      },
-      respond: (request, generation) => {
-        const withWorker = { ...headers, "x-armature-worker": generation.workerId };
-        if (route.kind === "infer") return inferResponse(request, generation, res, withWorker);
-        return route.stream
-          ? generateStream(request, generation, res, withWorker)
-          : generateResponse(request, generation, res, withWorker);
-      },
-    });
-  } catch (error) {
-    const http = toHttpError(error);
-    if (!res.headersSent && !res.destroyed) {
-      sendJson(res, http.status, { error: http.body.error.message }, headers);
-      if (http.status === 413) lingerThenClose(req);
-    } else if (!res.writableEnded && !res.destroyed) {
-      // Past the first event, as Triton does: an error event under the 200 already sent.
-      res.end(`data: ${JSON.stringify({ error: http.body.error.message })}\n\n`);
-    }
-  }
+/** `infer`, `generate` and `generate_stream` through the HTTP routes' generation flow, answering in KServe's shapes. */
+function kserveGenerationApi(route: Extract<KserveRoute, { kind: "infer" | "generate" }>): GenerationApi<LlmRequest> {
+  return {
+    endpoint: route.kind === "infer" ? "kserve_infer" : "kserve_generate",
+    parse: (raw) => {
+      if (route.kind === "generate") return llmGenerateRequest(route.model, asObject(raw, "body"), route.stream);
+      const request = llmInferRequest(route.model, parseRestInfer(raw));
+      if (request.streaming) {
+        throw new ArmatureError(
+          "NOT_SUPPORTED",
+          "input 'streaming' true is not served on /infer: use /generate_stream, or gRPC ModelStreamInfer (--grpc-port)",
+          { param: "inputs.streaming" },
+        );
+      }
+      return request;
+    },
+    prepare: (request, pipeline) => ({ tokenIds: promptTokens(request, pipeline), params: request.params }),
+    respond: (request, generation, { res, headers }) => {
+      if (route.kind === "infer") return inferResponse(request, generation, res, headers);
+      return route.stream
+        ? generateStream(request, generation, res, headers)
+        : generateResponse(request, generation, res, headers);
+    },
+    errorBody: (http) => ({ error: http.body.error.message }),
+    // Past the first event, as Triton does: an error event under the 200 already sent.
+    endStreamWithError: (res, http) => res.end(`data: ${JSON.stringify({ error: http.body.error.message })}\n\n`),
+  };
 }
 
 async function inferResponse(
