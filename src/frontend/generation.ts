@@ -111,6 +111,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     limit: input.migrationLimit,
     overrides: params.routerOverrides,
     onMigrate: input.onMigrate,
+    trace: input.trace,
   })[Symbol.asyncIterator]();
   let first: IteratorResult<GenerateResponse>;
   try {

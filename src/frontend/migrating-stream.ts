@@ -1,3 +1,4 @@
+import type { RouteTrace } from "../observability/index.js";
 import { type GenerateRequest, type GenerateResponse, isArmatureError } from "../protocol/index.js";
 import type { RoutedCall, Router, RouterOverrides } from "../router/index.js";
 
@@ -8,6 +9,8 @@ export interface MigrationOptions {
   readonly overrides?: RouterOverrides | undefined;
   /** Told each time the request moves, with the worker it left and the one it moved to. */
   readonly onMigrate?: (from: string, to: string, generated: number) => void;
+  /** The request's trace: the call on the next worker carries it too. */
+  readonly trace?: RouteTrace | undefined;
 }
 
 /**
@@ -50,7 +53,7 @@ export async function* migratingStream(
       const from = call.workerId;
       call = await router.route(
         { ...request, tokenIds: [...request.tokenIds, ...generated], maxTokens: remaining },
-        { signal: options.signal, overrides: options.overrides, excludeWorkerIds: failed },
+        { signal: options.signal, overrides: options.overrides, excludeWorkerIds: failed, trace: options.trace },
       );
       options.onMigrate?.(from, call.workerId, generated.length);
     } finally {

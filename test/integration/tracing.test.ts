@@ -7,7 +7,8 @@ import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../help
 
 // Frontend and workers as separate processes over a real nats-server and etcd, each exporting its
 // spans with OTLP/HTTP to a receiver here. Aggregated workers serve model `agg`; a prefill and a
-// decode worker serve model `split` (the mocker's modelled KV handoff).
+// decode worker serve model `split` (the mocker's modelled KV handoff); two slow aggregated workers
+// serve model `mig`, one of which is killed mid-stream.
 let servers: ClusterServers;
 let receiver: OtlpReceiver;
 const processes: ServeProcess[] = [];
@@ -17,6 +18,8 @@ const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN = "00f067aa0ba902b7";
 const SPLIT_TRACE = "0af7651916cd43dd8448eb211c80319c";
 const SPLIT_SPAN = "b7ad6b7169203331";
+const MIGRATED_TRACE = "6bf92f3577b34da6a3ce929d0e0e4738";
+let migration: { first: string; survivor: string } | undefined;
 
 interface Answer {
   readonly traceId: string;
@@ -33,9 +36,12 @@ before(async () => {
   processes.push(await startArmature(["worker", ...cluster, "--model-name", "agg"]));
   processes.push(await startArmature(["worker", ...cluster, "--model-name", "split", "--role", "prefill"]));
   processes.push(await startArmature(["worker", ...cluster, "--model-name", "split", "--role", "decode"]));
+  const slow = ["worker", ...cluster, "--model-name", "mig", "--speedup-ratio", "2"];
+  const migrating = [await startArmature(slow), await startArmature(slow)];
+  processes.push(...migrating);
   const frontend = await startArmature(["frontend", ...cluster, "--port", "0"]);
   processes.push(frontend);
-  await waitForInstances(frontend.url, 3);
+  await waitForInstances(frontend.url, 5);
   const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
   const ask = async (name: string, model: string, headers: Record<string, string>): Promise<void> => {
     const { data, response } = await client.chat.completions
@@ -54,6 +60,20 @@ before(async () => {
   await ask("fresh again", "agg", {});
   // Uppercase hex is not a traceparent (W3C: lowercase only): ignored, as if none came.
   await ask("malformed", "agg", { traceparent: `00-${CLIENT_TRACE.toUpperCase()}-${CLIENT_SPAN}-01` });
+  // A worker killed mid-stream: the stream moves to the other, which joins the same trace.
+  const { data: stream, response } = await client.completions
+    .create(
+      { model: "mig", prompt: "move me", max_tokens: 40, stream: true },
+      { headers: { traceparent: `00-${MIGRATED_TRACE}-${CLIENT_SPAN}-01` } },
+    )
+    .withResponse();
+  const first = response.headers.get("x-armature-worker") ?? "?";
+  const victim = migrating.find((p) => p.output().includes(first)) as ServeProcess;
+  let chunks = 0;
+  for await (const _ of stream) if (++chunks === 3) victim.child.kill("SIGKILL");
+  processes.splice(processes.indexOf(victim), 1);
+  const survivor = migrating.find((p) => p !== victim) as ServeProcess;
+  migration = { first, survivor: /armature worker (\S+)/.exec(survivor.output())?.[1] ?? "" };
   // Stopping flushes every process's buffered spans to the receiver.
   for (const process of processes.reverse()) assert.equal(await process.stop("SIGTERM"), 0, process.output());
 });
@@ -175,4 +195,17 @@ test("armature serve: the same spans, carried to its workers on the in-process r
     assert.equal(span(spans, name).service, "armature-worker", name);
   }
   assert.equal(route.service, "armature-frontend");
+});
+
+test("a stream moved to another worker mid-way: the new worker's spans join the same trace, under route", () => {
+  assert.ok(migration && migration.survivor !== "" && migration.survivor !== migration.first);
+  const spans = receiver.spans.filter((s) => s.traceId === MIGRATED_TRACE);
+  const route = spans.find((s) => s.name === "route");
+  assert.ok(route);
+  assert.equal(route.attributes["armature.worker_id"], migration.first);
+  // The killed worker's buffered spans died with it; the survivor's are exported.
+  const decode = spans.find((s) => s.name === "decode");
+  assert.equal(decode?.attributes["armature.worker_id"], migration.survivor);
+  assert.equal(decode?.parentSpanId, route.spanId);
+  assert.equal(spans.find((s) => s.name === "finish")?.attributes["gen_ai.usage.output_tokens"], 40);
 });
