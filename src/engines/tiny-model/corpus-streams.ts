@@ -5,6 +5,8 @@ import { ENGLISH_CORPUS } from "./english-corpus.js";
 /** The text the tiny model's tokenizer and next-token statistics come from. */
 export const TRAINING_TEXT = ENGLISH_CORPUS;
 
+const JSON_LISTS = '[1, 2, 3] [{"name": "Ada", "age": 36}, {"name": "Tom", "age": 7}] [{"city": "Paris"}]';
+
 /** What the tokenizer is learned on: the training text and the chat template's role names. */
 export const TOKENIZER_TEXT = `${TRAINING_TEXT}\nsystem\nuser\nassistant\n`;
 
@@ -22,6 +24,8 @@ export function trainingStreams(
 ): WeightedStream[] {
   const prose = encodeBpe(vocabulary, TRAINING_TEXT.replace(/\s+/g, " ").trim());
   const streams: WeightedStream[] = [{ tokens: prose, weight: 1 }];
+  // JSON lists, so that a list (of tool calls, say) can close: `]` follows `}` and numbers.
+  streams.push({ tokens: encodeBpe(vocabulary, JSON_LISTS), weight: 1 });
   const header = encodeBpe(vocabulary, "assistant\n");
   for (const line of ENGLISH_CORPUS.split("\n")) {
     const answer = line.trim();

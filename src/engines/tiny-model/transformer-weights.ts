@@ -39,6 +39,8 @@ export interface SpeakingShape {
   readonly mixing: number;
   /** Logits a word loses when it makes up the whole context. */
   readonly repetitionPenalty: number;
+  /** Single-character tokens of JSON's syntax. */
+  readonly structural: (token: number) => boolean;
   /** Tokens with an identity code (words); the others are never penalised. */
   readonly coded: (token: number) => boolean;
   readonly seed: number;
@@ -46,6 +48,11 @@ export interface SpeakingShape {
 
 /** Logit of tokens that never occur in the corpus (bytes, partial merges), below any seen token. */
 const UNSEEN_LOGIT = -12;
+/**
+ * Logit of JSON's structural characters that the corpus never shows (`[`, `]`, …): low, but within
+ * reach when a grammar allows nothing likelier (a list of tool calls must be able to close).
+ */
+const STRUCTURAL_LOGIT = -3;
 /** Logits `<|im_end|>` loses outside a chat turn. */
 const PROSE_END_PENALTY = 8;
 /** Length of every embedding row: root mean square 1 at width 64. */
@@ -100,7 +107,7 @@ export function speakingTensors(shape: SpeakingShape, factors: BigramFactors): T
     embedding[e + CONSTANT] = 1;
     length2 += 1 + (embedding[e + MARKER] as number) ** 2;
     embedding[e + PADDING] = Math.sqrt(Math.max(0, ROW_LENGTH ** 2 - length2));
-    output[e + CONSTANT] = seen.has(t) ? 0 : UNSEEN_LOGIT;
+    output[e + CONSTANT] = seen.has(t) ? 0 : shape.structural(t) ? STRUCTURAL_LOGIT : UNSEEN_LOGIT;
     if (t === shape.fullStop) output[e + CHAT] = shape.chatStopBoost;
     // Running text does not end by itself; a chat turn ends through `CHAT`.
     if (t === shape.imEnd) {
