@@ -1,4 +1,5 @@
 import type { GenerationEnd, Usage } from "./generation.js";
+import type { TokenLogprobEntry } from "./logprobs-format.js";
 import type { ResponseEcho } from "./requests/responses-request.js";
 import type { ChatToolCall } from "./tool-calls/index.js";
 
@@ -33,18 +34,42 @@ export function responsesUsage(usage: Usage) {
   };
 }
 
-export function textPart(text: string) {
-  return { type: "output_text" as const, text, annotations: [], logprobs: [] };
+/** An answer's token log-probabilities as an `output_text` part has them (the spec's `LogProb`). */
+export function outputLogprobs(entries: readonly TokenLogprobEntry[]) {
+  return entries.map((e) => ({
+    token: e.token,
+    logprob: e.logprob,
+    bytes: e.bytes,
+    top_logprobs: e.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+  }));
+}
+
+/** A text delta's token log-probabilities (the spec's `ResponseLogProb`). */
+export function deltaLogprobs(entries: readonly TokenLogprobEntry[]) {
+  return entries.map((e) => ({
+    token: e.token,
+    logprob: e.logprob,
+    top_logprobs: e.top.map((t) => ({ token: t.token, logprob: t.logprob })),
+  }));
+}
+
+export function textPart(text: string, logprobs: readonly TokenLogprobEntry[] = []) {
+  return { type: "output_text" as const, text, annotations: [], logprobs: outputLogprobs(logprobs) };
 }
 
 /** The assistant's message item; `text` undefined: no content part yet. */
-export function messageItem(id: string, status: ItemStatus, text: string | undefined) {
+export function messageItem(
+  id: string,
+  status: ItemStatus,
+  text: string | undefined,
+  logprobs: readonly TokenLogprobEntry[] = [],
+) {
   return {
     id,
     type: "message" as const,
     role: "assistant" as const,
     status,
-    content: text === undefined ? [] : [textPart(text)],
+    content: text === undefined ? [] : [textPart(text, logprobs)],
   };
 }
 
@@ -61,10 +86,16 @@ export function functionCallItem(call: ChatToolCall, status: ItemStatus) {
 }
 
 /** The output items of a whole answer: its text (unless it was only calls), then its calls. */
-export function outputItems(idn: ResponseIdentity, content: string | null, calls: readonly ChatToolCall[], end: GenerationEnd) {
+export function outputItems(
+  idn: ResponseIdentity,
+  content: string | null,
+  calls: readonly ChatToolCall[],
+  end: GenerationEnd,
+  logprobs: readonly TokenLogprobEntry[] = [],
+) {
   const status = statusOf(end);
   const items: unknown[] = [];
-  if (content !== null && (content !== "" || calls.length === 0)) items.push(messageItem(idn.itemId, status, content));
+  if (content !== null && (content !== "" || calls.length === 0)) items.push(messageItem(idn.itemId, status, content, logprobs));
   for (const call of calls) items.push(functionCallItem(call, "completed"));
   return items;
 }

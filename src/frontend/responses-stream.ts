@@ -1,8 +1,11 @@
 import type { GenerationEnd } from "./generation.js";
+import type { TokenLogprobEntry } from "./logprobs-format.js";
 import {
+  deltaLogprobs,
   functionCallItem,
   type ItemStatus,
   messageItem,
+  outputLogprobs,
   type ResponseIdentity,
   responseObject,
   statusOf,
@@ -14,7 +17,13 @@ import type { ChatToolCall, ToolCallChunk } from "./tool-calls/index.js";
 export type ResponsesEvent = { readonly type: string; readonly sequence_number: number } & Record<string, unknown>;
 
 type OpenItem =
-  | { readonly kind: "message"; readonly id: string; readonly outputIndex: number; text: string }
+  | {
+      readonly kind: "message";
+      readonly id: string;
+      readonly outputIndex: number;
+      text: string;
+      readonly logprobs: TokenLogprobEntry[];
+    }
   | { readonly kind: "call"; readonly outputIndex: number; readonly call: { id: string; name: string; arguments: string } };
 
 /**
@@ -41,12 +50,13 @@ export class ResponsesEventStream {
     return [this.#event("response.created", { response }), this.#event("response.in_progress", { response })];
   }
 
-  /** The events of the next piece of answer text. */
-  text(delta: string): ResponsesEvent[] {
+  /** The events of the next piece of answer text, with its tokens' log-probabilities when asked for. */
+  text(delta: string, logprobs: readonly TokenLogprobEntry[] = []): ResponsesEvent[] {
     const events = this.#open?.kind === "message" ? [] : [...this.#close("completed"), ...this.#openMessage()];
     const open = this.#open as Extract<OpenItem, { kind: "message" }>;
     open.text += delta;
-    events.push(this.#event("response.output_text.delta", { ...this.#at(open), delta, logprobs: [] }));
+    open.logprobs.push(...logprobs);
+    events.push(this.#event("response.output_text.delta", { ...this.#at(open), delta, logprobs: deltaLogprobs(logprobs) }));
     return events;
   }
 
@@ -97,7 +107,7 @@ export class ResponsesEventStream {
     const outputIndex = this.#done.length;
     // Text after a call is a second message, with an id of its own.
     const id = outputIndex === 0 ? this.#idn.itemId : `${this.#idn.itemId}_${outputIndex}`;
-    const open: OpenItem = { kind: "message", id, outputIndex, text: "" };
+    const open: OpenItem = { kind: "message", id, outputIndex, text: "", logprobs: [] };
     this.#open = open;
     return [
       this.#event("response.output_item.added", { output_index: outputIndex, item: messageItem(id, "in_progress", undefined) }),
@@ -110,11 +120,11 @@ export class ResponsesEventStream {
     if (!open) return [];
     this.#open = undefined;
     if (open.kind === "message") {
-      const item = messageItem(open.id, status, open.text);
+      const item = messageItem(open.id, status, open.text, open.logprobs);
       this.#done.push(item);
       return [
-        this.#event("response.output_text.done", { ...this.#at(open), text: open.text, logprobs: [] }),
-        this.#event("response.content_part.done", { ...this.#at(open), part: textPart(open.text) }),
+        this.#event("response.output_text.done", { ...this.#at(open), text: open.text, logprobs: outputLogprobs(open.logprobs) }),
+        this.#event("response.content_part.done", { ...this.#at(open), part: textPart(open.text, open.logprobs) }),
         this.#event("response.output_item.done", { output_index: open.outputIndex, item }),
       ];
     }

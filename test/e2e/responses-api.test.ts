@@ -162,6 +162,54 @@ test("a streamed response is the Responses event sequence, numbered in order, ea
   }
 });
 
+test("include message.output_text.logprobs: each token's log-probability and its likeliest alternatives, whole and streamed", async () => {
+  // One greedy token (the answer to this prompt is longer), so the counts are known.
+  const ask = {
+    model: MODEL,
+    input: "Tell me a story",
+    max_output_tokens: 1,
+    temperature: 0,
+    include: ["message.output_text.logprobs" as const],
+    top_logprobs: 3,
+  };
+  const response = await client.responses.create(ask);
+  assertMatchesResponsesSchema("Response", wire(response));
+  const part = (response.output[0] as OpenAI.Responses.ResponseOutputMessage).content[0] as OpenAI.Responses.ResponseOutputText;
+  assert.equal(part.logprobs?.length, 1);
+  const entry = part.logprobs?.[0] as OpenAI.Responses.ResponseOutputText.Logprob;
+  assert.equal(entry.token, part.text);
+  assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, "utf8")]);
+  const tops = entry.top_logprobs.map((t) => t.logprob);
+  assert.equal(tops.length, 3);
+  assert.deepEqual(
+    tops,
+    [...tops].sort((a, b) => b - a),
+  );
+  // Greedy: the chosen token is the likeliest, with the same log-probability.
+  assert.equal(entry.logprob, tops[0]);
+  assert.ok(tops.reduce((sum, l) => sum + Math.exp(l), 0) <= 1 + 1e-6);
+  const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+  for await (const event of await client.responses.create({ ...ask, stream: true })) events.push(event);
+  for (const event of events) assertMatchesResponsesSchema("ResponseStreamEvent", event);
+  const streamed = events.flatMap((e) => (e.type === "response.output_text.delta" ? e.logprobs : []));
+  assert.deepEqual(
+    streamed.map((l) => l.token),
+    [entry.token],
+  );
+  // The same token; its log-probability agrees to float precision (a cached prefix is not recomputed).
+  assert.ok(Math.abs((streamed[0]?.logprob ?? 0) - entry.logprob) < 1e-4);
+  const done = events.find((e) => e.type === "response.output_text.done");
+  assert.ok(done?.type === "response.output_text.done");
+  assert.deepEqual(
+    done.logprobs.map((l) => [l.token, l.logprob]),
+    streamed.map((l) => [l.token, l.logprob]),
+  );
+  const refused = await post("/v1/responses", { ...ask, include: ["reasoning.encrypted_content"] });
+  assert.deepEqual([refused.status, (JSON.parse(refused.text) as { error: { param: string } }).error.param], [400, "include"]);
+  const alone = await post("/v1/responses", { ...ask, include: [] });
+  assert.deepEqual([alone.status, (JSON.parse(alone.text) as { error: { param: string } }).error.param], [400, "top_logprobs"]);
+});
+
 test("text.format json_schema constrains the output to the schema", async () => {
   const response = await client.responses.create({
     model: MODEL,

@@ -143,3 +143,25 @@ test("tool errors name the Responses fields, not chat's", () => {
   refused({ input: [{ type: "function_call", call_id: "c", name: "f" }] }, "input[0].arguments");
   refused({ input: [{ type: "function_call_output", output: "x" }] }, "input[0].call_id");
 });
+
+test("include asks for log-probabilities, top_logprobs for alternatives; anything else is refused by name", () => {
+  const parse = (body: Record<string, unknown>) => parseResponsesRequest({ model: "m", input: "hi", ...body });
+  assert.deepEqual(parse({ include: ["message.output_text.logprobs"], top_logprobs: 5 }).params.logprobs, { top: 5 });
+  assert.deepEqual(parse({ include: ["message.output_text.logprobs"] }).params.logprobs, { top: 0 });
+  assert.equal(parse({ include: [] }).params.logprobs, undefined);
+  const tools = [{ type: "function", name: "f" }];
+  assert.equal(parse({ include: ["message.output_text.logprobs"], tools, tool_choice: "none" }).params.logprobs?.top, 0);
+  for (const [body, param] of [
+    [{ include: ["web_search_call.results"] }, "include"],
+    [{ include: "message.output_text.logprobs" }, "include"],
+    [{ top_logprobs: 2 }, "top_logprobs"],
+    [{ include: ["message.output_text.logprobs"], top_logprobs: 21 }, "top_logprobs"],
+    [{ include: ["message.output_text.logprobs"], tools }, "include"],
+  ] as const) {
+    assert.throws(
+      () => parse(body),
+      (e: unknown) => isArmatureError(e) && e.param === param,
+      JSON.stringify(body),
+    );
+  }
+});

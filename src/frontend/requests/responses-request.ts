@@ -73,8 +73,8 @@ export const responsesFields: Readonly<Record<string, FieldRule>> = {
   previous_response_id: refusedUnless("null (nothing is stored; send the conversation as input)", absent),
   conversation: refusedUnless("null (nothing is stored; send the conversation as input)", absent),
   background: refusedUnless("false", isFalse),
-  top_logprobs: refusedUnless("0", (v) => absent(v) || v === 0),
-  include: refusedUnless("[]", emptyList),
+  top_logprobs: honoured,
+  include: honoured,
   prompt: refusedUnless("null", absent),
   reasoning: refusedUnless("null", (v) => absent(v) || emptyObject(v)),
   service_tier: refusedUnless('"auto" or "default"', (v) => absent(v) || v === "auto" || v === "default"),
@@ -122,8 +122,9 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
   );
   const metadata = absent(body.metadata) ? {} : asObject(body.metadata, "metadata");
   const tools = parseResponsesTools(body);
+  const logprobs = parseLogprobs(body, tools);
   return {
-    params: common,
+    params: logprobs ? { ...common, logprobs } : common,
     messages,
     tools,
     echo: {
@@ -141,6 +142,41 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
       promptCacheKey: optionalString(body, "prompt_cache_key") ?? null,
     },
   };
+}
+
+/** The `include` value that asks for the answer's token log-probabilities. */
+export const OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs";
+
+/**
+ * `include: ["message.output_text.logprobs"]` asks for the answer's token log-probabilities,
+ * `top_logprobs` (0..20, with it) for the likeliest alternatives. Other `include` values name
+ * output that is never made here (built-in tools, images, reasoning) and are refused.
+ */
+function parseLogprobs(body: Body, tools: ToolRequest | undefined): { readonly top: number } | undefined {
+  const include = body.include;
+  if (!absent(include) && !(Array.isArray(include) && include.every((v) => typeof v === "string"))) {
+    throw invalid("include", "'include' must be an array of strings");
+  }
+  const other = (include as string[] | undefined)?.find((v) => v !== OUTPUT_TEXT_LOGPROBS);
+  if (other !== undefined) {
+    throw new ArmatureError(
+      "NOT_SUPPORTED",
+      `'include' value ${JSON.stringify(other)} is not supported by this server; only "${OUTPUT_TEXT_LOGPROBS}" is`,
+      { param: "include" },
+    );
+  }
+  const wanted = (include as string[] | undefined)?.includes(OUTPUT_TEXT_LOGPROBS) ?? false;
+  const top = optionalNumber(body, "top_logprobs", { integer: true, min: 0, max: 20 }) ?? 0;
+  if (top > 0 && !wanted) throw invalid("top_logprobs", `'top_logprobs' needs 'include': ["${OUTPUT_TEXT_LOGPROBS}"]`);
+  if (!wanted) return undefined;
+  if (tools && tools.choice.type !== "none") {
+    throw new ArmatureError(
+      "NOT_SUPPORTED",
+      `'include' "${OUTPUT_TEXT_LOGPROBS}" with tools is not supported yet; leave one out (or send tool_choice "none")`,
+      { param: "include" },
+    );
+  }
+  return { top };
 }
 
 function optionalString(body: Body, key: string): string | undefined {

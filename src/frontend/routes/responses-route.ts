@@ -3,6 +3,7 @@ import { ArmatureError } from "../../protocol/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
+import type { TokenLogprobEntry } from "../logprobs-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../requests/responses-request.js";
 import { outputItems, type ResponseIdentity, responseObject } from "../responses-format.js";
@@ -32,6 +33,13 @@ function responsesApi(toolCallParser: ToolCallParserName | undefined): Generatio
         pipeline,
         "input",
       );
+      if (request.params.logprobs && pipeline.card.engine === "mocker") {
+        throw new ArmatureError(
+          "NOT_SUPPORTED",
+          `'include' "message.output_text.logprobs" is not supported by the mocker engine, which has no token probabilities; leave it out or serve the model with --engine llamacpp`,
+          { param: "include" },
+        );
+      }
       plan = planToolCalls(request.tools, pipeline.card, toolCallParser);
       if (plan.mode === "constrained" && request.params.constraint) {
         throw new ArmatureError(
@@ -99,11 +107,15 @@ async function wholeResponse(
   reply: Reply,
 ): Promise<GenerationEnd | undefined> {
   let text = "";
+  const logprobs: TokenLogprobEntry[] = [];
   for await (const event of generation.events) {
-    if (event.type === "text") text += event.text;
-    else {
+    if (event.type === "text") {
+      text += event.text;
+      if (event.logprobs) logprobs.push(...event.logprobs);
+    } else {
       const { content, toolCalls } = answerWithToolCalls(plan, text);
-      sendJson(reply.res, 200, responseObject(idn, outputItems(idn, content, toolCalls, event), event), reply.headers);
+      const output = outputItems(idn, content, toolCalls, event, logprobs);
+      sendJson(reply.res, 200, responseObject(idn, output, event), reply.headers);
       return event;
     }
   }
@@ -126,17 +138,22 @@ async function streamResponse(
   };
   const pieces = (deltas: ReturnType<NonNullable<typeof shaper>["push"]>) =>
     deltas.flatMap((d) => (d.type === "content" ? events.text(d.text) : d.calls.flatMap((c) => events.call(c))));
+  // Log-probabilities of tokens whose text is still held back go out with the next text.
+  let pending: TokenLogprobEntry[] = [];
   try {
     await send(events.start());
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
+        if (event.logprobs) pending.push(...event.logprobs);
         if (event.text === "") continue;
-        await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text));
+        await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text, pending));
+        pending = [];
         continue;
       }
       sse.cork(); // the closing events go out together; end() uncorks
       if (shaper) await send(pieces(shaper.finish()));
+      else if (pending.length > 0) await send(events.text("", pending));
       await send(events.end(event));
       sse.end();
       return event;
