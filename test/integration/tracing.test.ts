@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
@@ -19,7 +20,9 @@ const CLIENT_SPAN = "00f067aa0ba902b7";
 const SPLIT_TRACE = "0af7651916cd43dd8448eb211c80319c";
 const SPLIT_SPAN = "b7ad6b7169203331";
 const MIGRATED_TRACE = "6bf92f3577b34da6a3ce929d0e0e4738";
+const MESSAGES_TRACE = "7bf92f3577b34da6a3ce929d0e0e4739";
 let migration: { first: string; survivor: string } | undefined;
+let messagesTraceHeader: string | null = null;
 
 interface Answer {
   readonly traceId: string;
@@ -60,6 +63,15 @@ before(async () => {
   await ask("fresh again", "agg", {});
   // Uppercase hex is not a traceparent (W3C: lowercase only): ignored, as if none came.
   await ask("malformed", "agg", { traceparent: `00-${CLIENT_TRACE.toUpperCase()}-${CLIENT_SPAN}-01` });
+  // Anthropic's Messages route goes through the same generation flow.
+  const anthropic = new Anthropic({ baseURL: frontend.url, apiKey: "unused", maxRetries: 0 });
+  const { response: messageResponse } = await anthropic.messages
+    .create(
+      { model: "agg", max_tokens: 4, messages: [{ role: "user", content: "trace me too" }] },
+      { headers: { traceparent: `00-${MESSAGES_TRACE}-${CLIENT_SPAN}-01` } },
+    )
+    .withResponse();
+  messagesTraceHeader = messageResponse.headers.get("x-armature-trace-id");
   // A worker killed mid-stream: the stream moves to the other, which joins the same trace.
   const { data: stream, response } = await client.completions
     .create(
@@ -208,4 +220,14 @@ test("a stream moved to another worker mid-way: the new worker's spans join the 
   assert.equal(decode?.attributes["armature.worker_id"], migration.survivor);
   assert.equal(decode?.parentSpanId, route.spanId);
   assert.equal(spans.find((s) => s.name === "finish")?.attributes["gen_ai.usage.output_tokens"], 40);
+});
+
+test("POST /v1/messages is traced the same way: its spans under the client's, the worker's under route", () => {
+  assert.equal(messagesTraceHeader, MESSAGES_TRACE);
+  const spans = spansOf(MESSAGES_TRACE);
+  assert.deepEqual([...spans.keys()].sort(), ["admit", "decode", "finish", "prefill", "route"]);
+  assert.equal(span(spans, "admit").attributes["armature.endpoint"], "messages");
+  assert.equal(span(spans, "admit").parentSpanId, CLIENT_SPAN);
+  assert.equal(span(spans, "decode").parentSpanId, span(spans, "route").spanId);
+  assert.equal(span(spans, "finish").attributes["gen_ai.usage.output_tokens"], 4);
 });

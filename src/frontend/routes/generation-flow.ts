@@ -92,6 +92,7 @@ export async function serveGeneration<Request extends { readonly params: CommonP
     const { params } = request;
     deps.access?.checkModel(params.model);
     stream = params.stream;
+    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": params.model });
     const pipeline = await deps.pipelines.get(params.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const prepared = api.prepare(request, pipeline);
@@ -104,6 +105,7 @@ export async function serveGeneration<Request extends { readonly params: CommonP
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,
       migrationLimit: deps.migrationLimit,
+      trace: deps.trace,
       onMigrate: (from, to, generated) => {
         deps.metrics.migrations.inc({ model: params.model });
         log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
@@ -132,8 +134,17 @@ export async function serveGeneration<Request extends { readonly params: CommonP
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
       hostCachedTokens: end?.hostCachedTokens,
     });
+    deps.trace?.finished({
+      finishReason: end?.finishReason,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
+    });
   } catch (error) {
     const http = toHttpError(error);
+    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint });
+    deps.trace?.finished({ status: http.status, error });
     if (http.status >= 500) log.error({ err: error }, "request failed");
     else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
     (timer ?? deps.metrics.startRequest("unknown")).finish({
