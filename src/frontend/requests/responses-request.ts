@@ -6,7 +6,6 @@ import { asObject, type Body, invalid, optionalNumber } from "./field-checks.js"
 import {
   absent,
   accepted,
-  emptyList,
   emptyObject,
   type FieldRule,
   honoured,
