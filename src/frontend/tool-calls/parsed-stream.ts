@@ -10,13 +10,16 @@ import type { ToolCallParser } from "./types.js";
  */
 export class ParsedCallStream implements ChatDeltaShaper {
   readonly #parser: ToolCallParser;
+  readonly #maxCalls: number;
   #text = "";
   #sentText = 0;
   #callsFrom = -1;
   #sentCalls = 0;
 
-  constructor(parser: ToolCallParser) {
+  /** `maxCalls`: calls sent at most (1 without `parallel_tool_calls`); later ones are dropped. */
+  constructor(parser: ToolCallParser, maxCalls = Number.POSITIVE_INFINITY) {
     this.#parser = parser;
+    this.#maxCalls = maxCalls;
   }
 
   get calledTools(): boolean {
@@ -51,9 +54,9 @@ export class ParsedCallStream implements ChatDeltaShaper {
   /** The calls parsed since the last time. A call parses only once whole (its JSON closed, a pythonic list ended). */
   #calls(): ChatDelta[] {
     const { calls } = this.#parser.parse(this.#text.slice(this.#callsFrom));
-    const fresh = calls.slice(this.#sentCalls);
+    const fresh = calls.slice(this.#sentCalls, this.#maxCalls);
     const first = this.#sentCalls;
-    this.#sentCalls = Math.max(this.#sentCalls, calls.length);
+    this.#sentCalls = Math.max(this.#sentCalls, Math.min(calls.length, this.#maxCalls));
     return fresh.flatMap((call, i): ChatDelta[] => [
       {
         type: "tool-calls",

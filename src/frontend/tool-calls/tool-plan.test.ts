@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { isArmatureError, type ModelCard } from "../../protocol/index.js";
 import { ConstrainedCallStream } from "./constrained-stream.js";
 import { reassemble } from "./test-helpers.js";
-import { answerWithToolCalls, planToolCalls } from "./tool-plan.js";
+import { answerWithToolCalls, planToolCalls, toolCallStream } from "./tool-plan.js";
 import { parseToolRequest } from "./tool-request.js";
 
 const weather = {
@@ -137,4 +137,29 @@ test("tools are validated with 400s naming the bad field", () => {
   }
   assert.equal(parseToolRequest({ tools: [], tool_choice: "none" }), undefined);
   assert.deepEqual(parseToolRequest({ tools: [time], parallel_tool_calls: false })?.choice, { type: "auto" });
+});
+
+test("auto without parallel_tool_calls keeps the first call the parser finds, whole and streamed", () => {
+  const text =
+    '<tool_call>{"name": "get_time", "arguments": {}}</tool_call><tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>';
+  const one = planToolCalls(
+    parseToolRequest({ tools: [weather, time], parallel_tool_calls: false }),
+    card("llamacpp", "<tool_call>"),
+    undefined,
+  );
+  assert.deepEqual(
+    answerWithToolCalls(one, text).toolCalls.map((c) => c.function.name),
+    ["get_time"],
+  );
+  const stream = toolCallStream(one);
+  assert.ok(stream);
+  assert.deepEqual(
+    reassemble(stream, text, 5).calls.map((c) => c.name),
+    ["get_time"],
+  );
+  const all = planToolCalls(parseToolRequest({ tools: [weather, time] }), card("llamacpp", "<tool_call>"), undefined);
+  assert.deepEqual(
+    answerWithToolCalls(all, text).toolCalls.map((c) => c.function.name),
+    ["get_time", "get_weather"],
+  );
 });

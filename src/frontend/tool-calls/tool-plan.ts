@@ -11,8 +11,8 @@ import type { ChatToolCall, ToolCallParser, ToolCallParserName, ToolRequest } fr
 export type ToolCallPlan =
   /** No tools, `tool_choice: "none"`, or `auto` with no parser known: the answer is content. */
   | { readonly mode: "text" }
-  /** `auto`: the parser finds calls in the answer. */
-  | { readonly mode: "parse"; readonly parser: ToolCallParser }
+  /** `auto`: the parser finds calls in the answer (the first only, without `parallel_tool_calls`). */
+  | { readonly mode: "parse"; readonly parser: ToolCallParser; readonly parallel: boolean }
   /** `required` or a named function: the grammar makes the whole answer calls. */
   | { readonly mode: "constrained"; readonly constraint: ResponseConstraint };
 
@@ -39,7 +39,7 @@ export function planToolCalls(
     return { mode: "constrained", constraint };
   }
   const parser = parserName ? toolCallParser(parserName) : inferToolCallParser(card.chatTemplate);
-  return parser ? { mode: "parse", parser } : { mode: "text" };
+  return parser ? { mode: "parse", parser, parallel: tools.parallel } : { mode: "text" };
 }
 
 /** A whole (non-streamed) answer as the message's `content` and `tool_calls`. */
@@ -51,14 +51,17 @@ export function answerWithToolCalls(plan: ToolCallPlan, text: string): { content
       : ((calls) => (calls ? { content: null, calls } : undefined))(readConstrainedCalls(text));
   // A constrained answer cut short (max_tokens) is no call: the client sees the text it got.
   if (!parsed || parsed.calls.length === 0) return { content: text, toolCalls: [] };
+  const calls = plan.mode === "parse" && !plan.parallel ? parsed.calls.slice(0, 1) : parsed.calls;
   return {
     content: parsed.content,
-    toolCalls: parsed.calls.map((call) => ({ id: newToolCallId(), type: "function", function: { ...call } })),
+    toolCalls: calls.map((call) => ({ id: newToolCallId(), type: "function", function: { ...call } })),
   };
 }
 
 /** The stream shaper for `plan`; undefined when the answer is plain content. */
 export function toolCallStream(plan: ToolCallPlan): ChatDeltaShaper | undefined {
   if (plan.mode === "text") return undefined;
-  return plan.mode === "parse" ? new ParsedCallStream(plan.parser) : new ConstrainedCallStream();
+  return plan.mode === "parse"
+    ? new ParsedCallStream(plan.parser, plan.parallel ? Number.POSITIVE_INFINITY : 1)
+    : new ConstrainedCallStream();
 }
