@@ -83,7 +83,15 @@ test("the sampling surface's fields and a token delta's log-probabilities keep t
   const delta = {
     type: "token-delta",
     tokenIds: [7],
-    logprobs: [{ logprob: -0.25, top: [{ token: 7, logprob: -0.25 }, { token: 3, logprob: -1.5 }] }],
+    logprobs: [
+      {
+        logprob: -0.25,
+        top: [
+          { token: 7, logprob: -0.25 },
+          { token: 3, logprob: -1.5 },
+        ],
+      },
+    ],
   };
   assert.deepEqual(generateResponseSchema.parse(delta), delta);
   assert.throws(() => generateRequestSchema.parse({ ...request, logprobs: { top: 21 } }), /logprobs\.top must be in 0\.\.20/);
