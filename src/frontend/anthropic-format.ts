@@ -1,5 +1,6 @@
 import type { GenerationEnd, Usage } from "./generation.js";
 import type { HttpError } from "./http-errors.js";
+import type { ChatToolCall } from "./tool-calls/index.js";
 
 /**
  * Builders for Anthropic Messages API objects and stream events, in the shapes of the
@@ -10,12 +11,31 @@ export interface MessageIdentity {
   readonly model: string;
 }
 
-export type StopReason = "end_turn" | "max_tokens" | "stop_sequence";
+export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
 
-/** `stop_sequence` when a stop string ended the text, `max_tokens` when the budget did, else `end_turn`. */
-export function stopReasonOf(end: GenerationEnd): { stop_reason: StopReason; stop_sequence: string | null } {
+/**
+ * `stop_sequence` when a stop string ended the text, `max_tokens` when the budget did, `tool_use`
+ * when the model ended its turn with tool calls, else `end_turn`.
+ */
+export function stopReasonOf(end: GenerationEnd, calledTools = false): { stop_reason: StopReason; stop_sequence: string | null } {
   if (end.stopSequence !== undefined) return { stop_reason: "stop_sequence", stop_sequence: end.stopSequence };
-  return { stop_reason: end.finishReason === "length" ? "max_tokens" : "end_turn", stop_sequence: null };
+  if (end.finishReason === "length") return { stop_reason: "max_tokens", stop_sequence: null };
+  return { stop_reason: calledTools ? "tool_use" : "end_turn", stop_sequence: null };
+}
+
+/** Anthropic's id for a call: `toolu_` for chat's `call_`. */
+export const toolUseId = (call: { readonly id: string }): string => call.id.replace(/^call_/, "toolu_");
+
+/** A `tool_use` content block; `input` is the arguments object (`{}` if they are not a JSON object). */
+export function toolUseBlock(call: ChatToolCall) {
+  let input: unknown = {};
+  try {
+    const parsed: unknown = JSON.parse(call.function.arguments);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) input = parsed;
+  } catch {
+    // Not JSON (a call cut short): the input stays empty.
+  }
+  return { type: "tool_use" as const, id: toolUseId(call), name: call.function.name, input, caller: { type: "direct" as const } };
 }
 
 /**
@@ -56,12 +76,12 @@ function messageObject(idn: MessageIdentity, content: readonly unknown[], usage:
 }
 
 export const anthropicFormat = {
-  /** The whole `Message` of a non-streamed request. */
-  message(idn: MessageIdentity, text: string, end: GenerationEnd) {
-    return {
-      ...messageObject(idn, [{ type: "text", text, citations: null }], anthropicUsage(end.usage)),
-      ...stopReasonOf(end),
-    };
+  /** The whole `Message` of a non-streamed request: its text (unless it was only calls), then its calls. */
+  message(idn: MessageIdentity, text: string | null, calls: readonly ChatToolCall[], end: GenerationEnd) {
+    const content: unknown[] =
+      text !== null && (text !== "" || calls.length === 0) ? [{ type: "text", text, citations: null }] : [];
+    content.push(...calls.map(toolUseBlock));
+    return { ...messageObject(idn, content, anthropicUsage(end.usage)), ...stopReasonOf(end, calls.length > 0) };
   },
 
   /**
@@ -79,17 +99,35 @@ export const anthropicFormat = {
     return { type: "message_start" as const, message: messageObject(idn, [], usage) };
   },
 
-  textBlockStart: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } } as const,
+  textBlockStart: (index: number) => ({
+    type: "content_block_start" as const,
+    index,
+    content_block: { type: "text" as const, text: "" },
+  }),
+  toolUseBlockStart: (index: number, id: string, name: string) => ({
+    type: "content_block_start" as const,
+    index,
+    content_block: { type: "tool_use" as const, id, name, input: {}, caller: { type: "direct" as const } },
+  }),
   ping: { type: "ping" } as const,
-  textDelta: (text: string) => ({ type: "content_block_delta" as const, index: 0, delta: { type: "text_delta" as const, text } }),
-  textBlockStop: { type: "content_block_stop", index: 0 } as const,
+  textDelta: (index: number, text: string) => ({
+    type: "content_block_delta" as const,
+    index,
+    delta: { type: "text_delta" as const, text },
+  }),
+  inputJsonDelta: (index: number, partial: string) => ({
+    type: "content_block_delta" as const,
+    index,
+    delta: { type: "input_json_delta" as const, partial_json: partial },
+  }),
+  blockStop: (index: number) => ({ type: "content_block_stop" as const, index }),
 
   /** `message_delta`: the stop reason and the final, cumulative usage. */
-  messageDelta(end: GenerationEnd) {
+  messageDelta(end: GenerationEnd, calledTools: boolean) {
     const usage = anthropicUsage(end.usage);
     return {
       type: "message_delta" as const,
-      delta: { ...stopReasonOf(end), stop_details: null, container: null },
+      delta: { ...stopReasonOf(end, calledTools), stop_details: null, container: null },
       usage: {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,

@@ -174,8 +174,8 @@ test("the SDK's messages.stream() accumulates the events into the final message"
 test("fields not served are refused by name with a 400 in Anthropic's error shape", async () => {
   const base = { model: MODEL, max_tokens: 4, messages: [{ role: "user", content: "Hi" }] };
   const cases: [string, Record<string, unknown>, RegExp][] = [
-    ["tools", { tools: [{ name: "f", input_schema: { type: "object" } }] }, /'tools'/],
-    ["tool_choice", { tool_choice: { type: "auto" } }, /'tool_choice'/],
+    ["server tool", { tools: [{ type: "web_search_20250305", name: "web_search" }] }, /'tools\[0\]\.type'/],
+    ["tool_choice without tools", { tool_choice: { type: "any" } }, /'tool_choice'/],
     ["thinking", { thinking: { type: "enabled", budget_tokens: 1024 } }, /'thinking'/],
     ["output_config.effort", { output_config: { effort: "low" } }, /'output_config\.effort'/],
     ["output_config.format.type", { output_config: { format: { type: "xml" } } }, /'output_config\.format\.type'/],
@@ -225,10 +225,10 @@ test("fields not served are refused by name with a 400 in Anthropic's error shap
   });
   assert.equal(refused.type, "message", "the no-op values are taken");
   const viaSdk = await client.messages
-    .countTokens({ model: MODEL, messages: base.messages as never, tools: [{ name: "f", input_schema: { type: "object" } }] })
+    .countTokens({ model: MODEL, messages: base.messages as never, tools: [{ type: "bash_20250124", name: "bash" }] })
     .catch((e: unknown) => e);
   assert.ok(viaSdk instanceof BadRequestError, String(viaSdk));
-  assert.match(viaSdk.message, /'tools'/);
+  assert.match(viaSdk.message, /'tools\[0\]\.type'/);
 });
 
 test("output_config.format json_schema constrains the text to the schema", async () => {

@@ -82,7 +82,10 @@ test("max_tokens is required and temperature is Anthropic's 0 to 1", () => {
   refused({ temperature: 1.5 }, "temperature");
   refused({ stop_sequences: "END" }, "stop_sequences");
   refused({ messages: [{ role: "user", content: "x", name: "n" }] }, "messages[0].name");
-  refused({ messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "t" }] }] }, "messages[0].content[0].type");
+  refused(
+    { messages: [{ role: "user", content: [{ type: "image", source: { type: "url", url: "http://x/y.png" } }] }] },
+    "messages[0].content[0].type",
+  );
 });
 
 test("output_config.format becomes the engine's constraint, and its errors name Anthropic's field", () => {
@@ -104,4 +107,78 @@ test("output_config.format becomes the engine's constraint, and its errors name 
       param,
     );
   }
+});
+
+test("client tools, tool_use and tool_result blocks become the chat machinery's tools, calls and tool messages", () => {
+  const request = parseMessagesRequest({
+    model: "m",
+    max_tokens: 4,
+    tools: [
+      { name: "f", description: "d", input_schema: { type: "object", properties: {} }, cache_control: { type: "ephemeral" } },
+    ],
+    tool_choice: { type: "any", disable_parallel_tool_use: true },
+    messages: [
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "Calling.", citations: null },
+          { type: "tool_use", id: "toolu_1", name: "f", input: { a: 1 }, caller: { type: "direct" } },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "one" }] },
+          { type: "text", text: "Thanks" },
+        ],
+      },
+    ],
+  });
+  assert.deepEqual(request.tools, {
+    tools: [{ name: "f", description: "d", parameters: { type: "object", properties: {} } }],
+    choice: { type: "required" },
+    parallel: false,
+  });
+  assert.deepEqual(request.messages, [
+    { role: "user", content: "hi" },
+    {
+      role: "assistant",
+      content: "Calling.",
+      toolCalls: [{ id: "toolu_1", type: "function", function: { name: "f", arguments: '{"a":1}' } }],
+    },
+    { role: "tool", content: "one", toolCallId: "toolu_1" },
+    { role: "user", content: "Thanks" },
+  ]);
+  const named = parseMessagesRequest({
+    model: "m",
+    max_tokens: 4,
+    messages: user,
+    tools: [{ name: "f", input_schema: {} }],
+    tool_choice: { type: "tool", name: "f" },
+  });
+  assert.deepEqual(named.tools?.choice, { type: "function", name: "f" });
+});
+
+test("tool errors name Anthropic's fields", () => {
+  const refused = (body: Record<string, unknown>, param: string) =>
+    assert.throws(
+      () => parseMessagesRequest({ model: "m", max_tokens: 4, messages: user, ...body }),
+      (e: unknown) => isArmatureError(e) && e.param === param && !e.message.includes(".function."),
+      param,
+    );
+  refused({ tools: [{ name: "x y", input_schema: {} }] }, "tools[0].name");
+  refused({ tools: [{ name: "f", input_schema: { type: "string" } }] }, "tools[0].input_schema");
+  refused({ tools: [{ name: "f" }] }, "tools[0].input_schema");
+  refused({ tools: [{ type: "web_search_20250305", name: "web_search" }] }, "tools[0].type");
+  refused({ tools: [{ name: "f", input_schema: {} }], tool_choice: { type: "tool", name: "g" } }, "tool_choice");
+  refused({ tools: [{ name: "f", input_schema: {} }], tool_choice: { type: "sometimes" } }, "tool_choice.type");
+  refused(
+    { messages: [{ role: "user", content: [{ type: "tool_use", id: "t", name: "f", input: {} }] }] },
+    "messages[0].content[0].type",
+  );
+  refused(
+    { messages: [{ role: "user", content: [{ type: "tool_result", content: "x" }] }] },
+    "messages[0].content[0].tool_use_id",
+  );
 });

@@ -1,5 +1,7 @@
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
+import type { ChatToolCall, ToolRequest } from "../tool-calls/index.js";
+import { parseAnthropicTools, toolResultMessage, toolUseCall } from "./anthropic-tools.js";
 import type { ChatMessage } from "./chat-request.js";
 import { type CommonParams, parseCommonParams } from "./common-params.js";
 import { asObject, type Body, invalid, optionalNumber, requiredString } from "./field-checks.js";
@@ -10,12 +12,15 @@ export interface MessagesRequest {
   readonly params: CommonParams;
   /** The `system` prompt first (when given), then the conversation, for the chat template. */
   readonly messages: readonly ChatMessage[];
+  /** `tools` and `tool_choice`; undefined when no tools are declared. */
+  readonly tools: ToolRequest | undefined;
 }
 
 /** A `POST /v1/messages/count_tokens` body. */
 export interface CountTokensRequest {
   readonly model: string;
   readonly messages: readonly ChatMessage[];
+  readonly tools: ToolRequest | undefined;
 }
 
 /** Most `stop_sequences` a request may give (Anthropic sets no documented limit; each costs per character). */
@@ -34,8 +39,8 @@ const promptFields: Record<string, FieldRule> = {
   cache_control: accepted("a caching hint; every prompt's prefix is cached and routed to by the KV router anyway"),
   speed: refusedUnless('"standard"', (v) => absent(v) || v === "standard"),
   thinking: refusedUnless('{"type":"disabled"}', typeIs("disabled")),
-  tool_choice: refusedUnless('{"type":"none"}', typeIs("none")),
-  tools: refusedUnless("[]", emptyList),
+  tool_choice: honoured,
+  tools: honoured,
 };
 
 /**
@@ -94,7 +99,7 @@ export function parseMessagesRequest(raw: unknown): MessagesRequest {
       ["max_tokens"],
     ),
   );
-  return { params: { ...common, stop }, messages };
+  return { params: { ...common, stop }, messages, tools: parseAnthropicTools(body) };
 }
 
 /** Validates a `POST /v1/messages/count_tokens` body. */
@@ -102,7 +107,7 @@ export function parseCountTokensRequest(raw: unknown): CountTokensRequest {
   const body = asObject(raw, "body");
   refuseUnservedFields(body, countTokensFields);
   parseOutputConfig(body.output_config);
-  return { model: requiredString(body, "model"), messages: parseConversation(body) };
+  return { model: requiredString(body, "model"), messages: parseConversation(body), tools: parseAnthropicTools(body) };
 }
 
 function parseConversation(body: Body): ChatMessage[] {
@@ -111,7 +116,7 @@ function parseConversation(body: Body): ChatMessage[] {
   const list = body.messages;
   if (!Array.isArray(list)) throw invalid("messages", "'messages' is required and must be an array");
   if (list.length === 0) throw invalid("messages", "'messages' must hold at least one message");
-  const messages = list.map((m, i) => parseMessage(m, i));
+  const messages = list.flatMap((m, i) => parseMessage(m, i));
   if (messages.at(-1)?.role === "assistant") {
     throw new ArmatureError(
       "NOT_SUPPORTED",
@@ -124,7 +129,11 @@ function parseConversation(body: Body): ChatMessage[] {
 
 const ROLES = new Set(["user", "assistant", "system"]);
 
-function parseMessage(value: unknown, index: number): ChatMessage {
+/**
+ * One message as chat messages: its text, an assistant's `tool_use` blocks as its tool calls, a
+ * user's `tool_result` blocks as tool messages (before the user's own text, when it has any).
+ */
+function parseMessage(value: unknown, index: number): ChatMessage[] {
   const param = `messages[${index}]`;
   const message = asObject(value, param);
   for (const key of Object.keys(message)) {
@@ -135,7 +144,21 @@ function parseMessage(value: unknown, index: number): ChatMessage {
   if (typeof message.role !== "string" || !ROLES.has(message.role)) {
     throw invalid(`${param}.role`, `'${param}.role' must be one of ${[...ROLES].join(", ")}`);
   }
-  return { role: message.role, content: textOf(message.content, `${param}.content`) };
+  const role = message.role;
+  const content = message.content;
+  if (!Array.isArray(content)) return [{ role, content: textOf(content, `${param}.content`) }];
+  let text = "";
+  const calls: ChatToolCall[] = [];
+  const results: ChatMessage[] = [];
+  content.forEach((value, i) => {
+    const at = `${param}.content[${i}]`;
+    const block = asObject(value, at);
+    if (block.type === "tool_use" && role === "assistant") calls.push(toolUseCall(block, at));
+    else if (block.type === "tool_result" && role === "user") results.push(toolResultMessage(block, at, textOf));
+    else text += textBlock(block, at);
+  });
+  if (calls.length > 0) return [{ role, content: text, toolCalls: calls }];
+  return results.length > 0 && text === "" ? results : [...results, { role, content: text }];
 }
 
 /** A string, or text blocks joined; any other block type is refused naming it. */

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { ArmatureError } from "../../protocol/index.js";
 import type { AccessDenial } from "../access/index.js";
 import { anthropicError, anthropicErrorOf, anthropicFormat, type MessageIdentity } from "../anthropic-format.js";
+import { AnthropicEventStream } from "../anthropic-stream.js";
 import type { Generation, GenerationEnd } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
@@ -9,32 +11,55 @@ import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import type { ChatMessage } from "../requests/chat-request.js";
 import { type MessagesRequest, parseCountTokensRequest, parseMessagesRequest } from "../requests/messages-request.js";
 import { SseWriter } from "../sse-writer.js";
+import {
+  answerWithToolCalls,
+  planToolCalls,
+  type ToolCallParserName,
+  type ToolCallPlan,
+  type ToolRequest,
+  toolCallStream,
+} from "../tool-calls/index.js";
 import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "./generation-flow.js";
 
 /** The paths of Anthropic's API, whose refusals (API keys included) take Anthropic's error shape. */
 export const ANTHROPIC_PATHS: readonly string[] = ["/v1/messages", "/v1/messages/count_tokens"];
 
-/** The messages' prompt tokens, exactly as a chat completion of them renders and tokenizes them. */
-function promptTokens(messages: readonly ChatMessage[], pipeline: ModelPipeline): number[] {
+/** The messages' prompt tokens, exactly as a chat completion of them (and the tools) renders and tokenizes them. */
+function promptTokens(messages: readonly ChatMessage[], tools: ToolRequest | undefined, pipeline: ModelPipeline): number[] {
   refuseIfSurelyTooLong(
     messages.map((m) => m.content),
     pipeline,
     "messages",
   );
-  return pipeline.tokenize(pipeline.renderChat(messages));
+  return pipeline.tokenize(pipeline.renderChat(messages, { tools: tools?.tools }));
 }
 
-const messagesApi: GenerationApi<MessagesRequest> = {
-  endpoint: "messages",
-  parse: parseMessagesRequest,
-  prepare: (request, pipeline) => ({ tokenIds: promptTokens(request.messages, pipeline), params: request.params }),
-  respond: (request, generation, reply) => {
-    const idn = { id: `msg_${reply.requestId.replaceAll("-", "")}`, model: request.params.model };
-    return request.params.stream ? streamMessage(idn, generation, reply) : wholeMessage(idn, generation, reply);
-  },
-  errorBody: anthropicErrorOf,
-  endStreamWithError: (res, http, requestId) => res.end(errorEvent(anthropicErrorOf(http, requestId))),
-};
+/** The Messages side of one request; the tool plan is decided once the model is known. */
+function messagesApi(toolCallParser: ToolCallParserName | undefined): GenerationApi<MessagesRequest> {
+  let plan: ToolCallPlan = { mode: "text" };
+  return {
+    endpoint: "messages",
+    parse: parseMessagesRequest,
+    prepare: (request, pipeline) => {
+      plan = planToolCalls(request.tools, pipeline.card, toolCallParser);
+      if (plan.mode === "constrained" && request.params.constraint) {
+        throw new ArmatureError(
+          "REQUEST_INVALID",
+          "'tool_choice' any or naming a tool cannot be combined with 'output_config.format'; send one",
+          { param: "tool_choice" },
+        );
+      }
+      const params = plan.mode === "constrained" ? { ...request.params, constraint: plan.constraint } : request.params;
+      return { tokenIds: promptTokens(request.messages, request.tools, pipeline), params };
+    },
+    respond: (request, generation, reply) => {
+      const idn = { id: `msg_${reply.requestId.replaceAll("-", "")}`, model: request.params.model };
+      return request.params.stream ? streamMessage(idn, plan, generation, reply) : wholeMessage(idn, plan, generation, reply);
+    },
+    errorBody: anthropicErrorOf,
+    endStreamWithError: (res, http, requestId) => res.end(errorEvent(anthropicErrorOf(http, requestId))),
+  };
+}
 
 /**
  * `POST /v1/messages` (Anthropic's Create a Message): the messages go through the model's chat
@@ -42,7 +67,7 @@ const messagesApi: GenerationApi<MessagesRequest> = {
  * its stream of events.
  */
 export function handleMessages(req: IncomingMessage, res: ServerResponse, requestId: string, deps: GenerationRouteDeps) {
-  return serveGeneration(messagesApi, req, res, requestId, deps);
+  return serveGeneration(messagesApi(deps.toolCallParser), req, res, requestId, deps);
 }
 
 /**
@@ -61,7 +86,7 @@ export async function handleCountTokens(
     const request = parseCountTokensRequest(await readJsonBody(req, deps.bodyLimitBytes));
     deps.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
-    sendJson(res, 200, { input_tokens: promptTokens(request.messages, pipeline).length }, headers);
+    sendJson(res, 200, { input_tokens: promptTokens(request.messages, request.tools, pipeline).length }, headers);
   } catch (error) {
     const http = toHttpError(error);
     if (http.status >= 500) deps.logger.error({ err: error, requestId }, "count_tokens failed");
@@ -83,36 +108,50 @@ export function sendAnthropicDenial(
   sendJson(res, denial.status, body, { ...headers, ...denial.headers });
 }
 
-async function wholeMessage(idn: MessageIdentity, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined> {
+async function wholeMessage(
+  idn: MessageIdentity,
+  plan: ToolCallPlan,
+  generation: Generation,
+  reply: Reply,
+): Promise<GenerationEnd | undefined> {
   let text = "";
   for await (const event of generation.events) {
     if (event.type === "text") text += event.text;
     else {
-      sendJson(reply.res, 200, anthropicFormat.message(idn, text, event), reply.headers);
+      const { content, toolCalls } = answerWithToolCalls(plan, text);
+      sendJson(reply.res, 200, anthropicFormat.message(idn, content, toolCalls, event), reply.headers);
       return event;
     }
   }
   return undefined;
 }
 
-/** The event sequence Anthropic documents for a text answer, each as `event: <type>` + `data: <json>`. */
-async function streamMessage(idn: MessageIdentity, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined> {
+/** Anthropic's event stream (`AnthropicEventStream`), each event as `event: <type>` + `data: <json>`. */
+async function streamMessage(
+  idn: MessageIdentity,
+  plan: ToolCallPlan,
+  generation: Generation,
+  reply: Reply,
+): Promise<GenerationEnd | undefined> {
   const sse = new SseWriter(reply.res, reply.headers);
-  const send = (event: { readonly type: string }): Promise<void> => sse.sendEvent(event.type, event);
+  const events = new AnthropicEventStream(idn);
+  const shaper = toolCallStream(plan);
+  const send = async (batch: readonly { readonly type: string }[]): Promise<void> => {
+    for (const event of batch) await sse.sendEvent(event.type, event);
+  };
+  const pieces = (deltas: ReturnType<NonNullable<typeof shaper>["push"]>) =>
+    deltas.flatMap((d) => (d.type === "content" ? events.text(d.text) : d.calls.flatMap((c) => events.call(c))));
   try {
-    await send(anthropicFormat.messageStart(idn, generation.promptTokens));
-    await send(anthropicFormat.textBlockStart);
-    await send(anthropicFormat.ping);
+    await send(events.start(generation.promptTokens, shaper === undefined));
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
-        if (event.text !== "") await send(anthropicFormat.textDelta(event.text));
+        if (event.text !== "") await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text));
         continue;
       }
       sse.cork(); // the closing events go out together; end() uncorks
-      await send(anthropicFormat.textBlockStop);
-      await send(anthropicFormat.messageDelta(event));
-      await send(anthropicFormat.messageStop);
+      if (shaper) await send(pieces(shaper.finish()));
+      await send(events.end(event));
       sse.end();
       return event;
     }
@@ -120,7 +159,7 @@ async function streamMessage(idn: MessageIdentity, generation: Generation, reply
   } catch (error) {
     if (sse.closed) return undefined;
     reply.log.error({ err: error }, "stream failed after it started");
-    await send(anthropicErrorOf(toHttpError(error), reply.requestId));
+    await send([anthropicErrorOf(toHttpError(error), reply.requestId)]);
     sse.end();
     return undefined;
   }
