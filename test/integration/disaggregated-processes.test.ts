@@ -14,6 +14,8 @@ let reference: ServeProcess;
 let env: NodeJS.ProcessEnv;
 const MODEL = "armature-tiny";
 const prompts = Array.from({ length: 16 }, (_, i) => `Request number ${i} asks about ${["tea", "rain", "maps", "owls"][i % 4]}`);
+// Prompt 0 is an assistant turn already at its full stop: the tiny model's first greedy token ends it.
+prompts[0] = "<|im_start|>assistant\nRequest number 0 asks about tea.";
 let expected: string[];
 
 async function complete(url: string, prompt: string): Promise<{ text: string; prefillWorker: string | null }> {
