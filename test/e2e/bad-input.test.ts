@@ -167,10 +167,10 @@ test("stop strings over 4 or over 512 characters → 400 naming stop", async () 
   }
 });
 
-test("tools, or a field no route knows → 400 naming it (docs/api.md)", async () => {
-  const tools = await post("/v1/chat/completions", chat({ tools: [{ type: "function", function: { name: "f" } }] }));
+test("a tool of a type other than function, or a field no route knows → 400 naming it (docs/api.md)", async () => {
+  const tools = await post("/v1/chat/completions", chat({ tools: [{ type: "web_search" }] }));
   assert.equal(tools.status, 400);
-  assert.deepEqual([tools.body.error.param, tools.body.error.code], ["tools", "unsupported_parameter"]);
+  assert.deepEqual([tools.body.error.param, tools.body.error.code], ["tools[0].type", "unsupported_parameter"]);
   const unknown = await post("/v1/completions", { model: MODEL, prompt: "hi", max_new_tokens: 3 });
   assert.equal(unknown.status, 400);
   assert.equal(unknown.body.error.message, "Unrecognized request argument supplied: max_new_tokens");
