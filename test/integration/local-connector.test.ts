@@ -22,8 +22,17 @@ interface Outcome {
   readonly finish: string | null | undefined;
 }
 
-/** Streams completions back to back until `stop` is set; records each one's outcome. */
-async function streamUntil(client: OpenAI, stop: { done: boolean }, outcomes: Outcome[], n: number): Promise<void> {
+/**
+ * Streams completions back to back until `stop` is set; records each one's outcome, and in
+ * `streaming` the worker client `n` streams from while a response is open.
+ */
+async function streamUntil(
+  client: OpenAI,
+  stop: { done: boolean },
+  outcomes: Outcome[],
+  n: number,
+  streaming: Map<number, string>,
+): Promise<void> {
   for (let i = 0; !stop.done; i++) {
     const startedAt = Date.now();
     let worker = "";
@@ -40,6 +49,7 @@ async function streamUntil(client: OpenAI, stop: { done: boolean }, outcomes: Ou
         })
         .withResponse();
       worker = response.headers.get("x-armature-worker") ?? "";
+      streaming.set(n, worker);
       for await (const chunk of data) {
         finish = chunk.choices[0]?.finish_reason ?? finish;
         if (chunk.usage) tokens = chunk.usage.completion_tokens;
@@ -47,6 +57,8 @@ async function streamUntil(client: OpenAI, stop: { done: boolean }, outcomes: Ou
       outcomes.push({ worker, startedAt, endedAt: Date.now(), tokens, finish });
     } catch (error) {
       outcomes.push({ worker, startedAt, endedAt: Date.now(), tokens, finish, error: String(error) });
+    } finally {
+      streaming.delete(n);
     }
   }
 }
@@ -78,17 +90,23 @@ test("scaling 1 → 3 → 1 mocker workers under streaming load: no request fail
     await until("the first worker's start", ready(1));
     frontend = await startArmature(["frontend", ...servers.flags, "--port", "0", "--router", "round-robin"]);
     const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    clients = [0, 1, 2, 3, 4, 5].map((n) => streamUntil(client, stop, outcomes, n));
+    const streaming = new Map<number, string>();
+    clients = [0, 1, 2, 3, 4, 5].map((n) => streamUntil(client, stop, outcomes, n, streaming));
 
     await connector.scale("aggregated", 3);
     assert.equal((await connector.replicas("aggregated")).desired, 3);
     await until("two more workers' start", ready(3));
     const url = frontend.url;
     await until("the frontend seeing 3 workers", async () => (await waitForInstances(url, 3, 100)).length === 3);
-    await new Promise((r) => setTimeout(r, 1500));
 
     const removed = connector.workers("aggregated").slice(1);
     const removedIds = new Set(removed.flatMap((w) => w.instanceIds));
+    // Scale down while a stream is open on a worker that goes: on a loaded machine the clients may
+    // still be in requests that began before the new workers were seen.
+    await until("a request streaming from a worker about to be removed", async () =>
+      [...streaming.values()].some((worker) => removedIds.has(worker)),
+    );
+    await new Promise((r) => setTimeout(r, 100));
     const scaledDownAt = Date.now();
     await connector.scale("aggregated", 1);
     assert.deepEqual(await connector.replicas("aggregated"), { desired: 1, ready: 1 });
