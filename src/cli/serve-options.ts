@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { ToolCallParserName } from "../frontend/index.js";
+import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
@@ -25,6 +25,8 @@ export interface ServeOptions {
   readonly requestTimeoutMs: number | undefined;
   /** `--tool-call-parser`: how answers to `tool_choice: "auto"` are read; undefined: each chat template tells. */
   readonly toolCallParser: ToolCallParserName | undefined;
+  /** `--reasoning-parser`: how chat answers' reasoning is split off; undefined: it is not. */
+  readonly reasoningParser: ReasoningParserName | undefined;
   /** `--api-key` (repeatable) or `ARMATURE_API_KEY` (comma-separated): keys without limits. */
   readonly apiKeys: readonly string[];
   /** YAML or JSON list of keys with names, limits and models; reloaded on SIGHUP. */
@@ -218,6 +220,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     minSharedFreeBytes: num("min-shared-free-bytes", true, 0),
     requestTimeoutMs: ((seconds) => (seconds === 0 ? undefined : seconds * 1000))(num("request-timeout", false, 0) ?? 600),
     toolCallParser: str("tool-call-parser") as ToolCallParserName | undefined,
+    reasoningParser: str("reasoning-parser") as ReasoningParserName | undefined,
     apiKeys: list("api-key"),
     apiKeysFile: str("api-keys-file"),
     metricsRequireKey: bool("metrics-require-key"),

@@ -1,4 +1,4 @@
-import { TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
+import { REASONING_PARSER_NAMES, TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
 import { basicPolicyNames } from "../router/index.js";
 
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
@@ -66,6 +66,12 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_TOOL_CALL_PARSER",
     help: "how tool calls are read from answers to tool_choice auto: hermes | llama3_json | mistral | pythonic (default: the one the model's chat template points to)",
     choices: TOOL_CALL_PARSER_NAMES,
+  },
+  "reasoning-parser": {
+    type: "string",
+    env: "ARMATURE_REASONING_PARSER",
+    help: "split chat answers' <think> text into reasoning_content: deepseek_r1 | qwen3 (default: none)",
+    choices: REASONING_PARSER_NAMES,
   },
   "api-key": {
     type: "string",

@@ -151,6 +151,7 @@ export async function startFrontend(
       bodyLimitBytes: options.maxBodyBytes,
       requestTimeoutMs: options.requestTimeoutMs,
       toolCallParser: options.toolCallParser,
+      reasoningParser: options.reasoningParser,
       access: apiAccess?.access,
       tls,
       tracing,

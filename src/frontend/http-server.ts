@@ -21,6 +21,7 @@ import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
 import { handleKserveRest, isKservePath, type KserveDeps, KserveGrpcServer, sendKserveDenial } from "./kserve/index.js";
 import { ModelPipelines } from "./model-pipelines.js";
+import type { ReasoningParserName } from "./reasoning/index.js";
 import { handleCompletions } from "./routes/completions-route.js";
 import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
@@ -65,6 +66,8 @@ export interface FrontendOptions {
   readonly grpcPort?: number | undefined;
   /** `--tool-call-parser`: reads `tool_choice: "auto"` answers. Default: the parser each model's chat template points to. */
   readonly toolCallParser?: ToolCallParserName | undefined;
+  /** `--reasoning-parser`: splits chat answers' `<think>` text into `reasoning_content`. Default: none. */
+  readonly reasoningParser?: ReasoningParserName | undefined;
 }
 
 /** HTTPS credentials as PEM text; where they come from (files, a secret store) is the caller's business. */
@@ -225,6 +228,7 @@ export class Frontend {
       requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
       toolCallParser: this.#o.toolCallParser,
+      reasoningParser: this.#o.reasoningParser,
     };
     if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
     if (isKservePath(path)) return handleKserveRest(req, res, path, requestId, deps);

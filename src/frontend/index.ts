@@ -5,4 +5,5 @@ export { toHttpError } from "./http-errors.js";
 export type { FrontendOptions, TlsOptions } from "./http-server.js";
 export { Frontend } from "./http-server.js";
 export { type MigrationOptions, migratingStream } from "./migrating-stream.js";
+export { REASONING_PARSER_NAMES, type ReasoningParserName } from "./reasoning/index.js";
 export { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from "./tool-calls/index.js";

@@ -11,13 +11,17 @@ export interface ResponseIdentity {
 export type FinishReason = "stop" | "length" | "tool_calls";
 
 export const chatFormat = {
-  /** `toolCalls`, when there are any, become `message.tool_calls` (`text` is then null or the text beside them). */
+  /**
+   * `toolCalls`, when there are any, become `message.tool_calls` (`text` is then null or the text
+   * beside them); `reasoning`, when a reasoning parser split the answer, `message.reasoning_content`.
+   */
   response(
     idn: ResponseIdentity,
     text: string | null,
     finishReason: FinishReason,
     usage: Usage,
     toolCalls: readonly ChatToolCall[] = [],
+    reasoning?: string,
   ) {
     return {
       id: idn.id,
@@ -31,6 +35,7 @@ export const chatFormat = {
             role: "assistant" as const,
             content: text,
             refusal: null,
+            ...(reasoning === undefined ? {} : { reasoning_content: reasoning }),
             ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
           },
           logprobs: null,
@@ -54,6 +59,7 @@ export const chatFormat = {
 
   firstDelta: { role: "assistant", content: "" } as Record<string, unknown>,
   textDelta: (text: string): Record<string, unknown> => ({ content: text }),
+  reasoningDelta: (text: string): Record<string, unknown> => ({ reasoning_content: text }),
   finalDelta: {} as Record<string, unknown>,
 
   usageChunk(idn: ResponseIdentity, usage: Usage) {

@@ -13,6 +13,7 @@ import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
+import { type ReasoningParserName, ReasoningStream, splitReasoning } from "../reasoning/index.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { SseWriter } from "../sse-writer.js";
@@ -33,6 +34,8 @@ export interface CompletionsRouteDeps {
   readonly trace?: RequestTrace | undefined;
   /** `--tool-call-parser`: how `tool_choice: "auto"` answers are read; absent, the chat template tells. */
   readonly toolCallParser?: ToolCallParserName | undefined;
+  /** `--reasoning-parser`: splits chat answers into `reasoning_content` and content. Absent: no split. */
+  readonly reasoningParser?: ReasoningParserName | undefined;
 }
 
 type Kind = "chat" | "text";
@@ -96,6 +99,7 @@ export async function handleCompletions(
       (prompt) => promptTokens({ ...request, prompt } as CompletionRequest, pipeline),
       toolPlan.mode !== "text",
     );
+    const reasoning = reasoningFor(kind, request, toolPlan, deps.reasoningParser, choicePlan !== undefined);
     const generationInput: GenerationInput = {
       pipeline,
       tokenIds,
@@ -128,8 +132,8 @@ export async function handleCompletions(
     const end = choices
       ? await sendChoices(kind, choices, idn, (choicePlan as NonNullable<typeof choicePlan>).response, res, headers, log)
       : request.stream
-        ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan)
-        : await unaryResponse(kind, generation, idn, res, headers, toolPlan);
+        ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan, reasoning)
+        : await unaryResponse(kind, generation, idn, res, headers, toolPlan, reasoning);
     // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
     if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
     const usage = end?.usage;
@@ -173,6 +177,32 @@ export async function handleCompletions(
   } finally {
     clearTimeout(deadline);
   }
+}
+
+/**
+ * The reasoning parser for this answer: chat only, and not under a grammar (a constrained answer is
+ * the constraint's JSON from its first token, with no thinking to split off). The choices path
+ * (`n` > 1, `logprobs`) does not split reasoning yet: such requests are refused by name.
+ */
+function reasoningFor(
+  kind: Kind,
+  request: ChatRequest | CompletionRequest,
+  toolPlan: ToolCallPlan,
+  parser: ReasoningParserName | undefined,
+  choices: boolean,
+): ReasoningParserName | undefined {
+  if (kind !== "chat" || parser === undefined || toolPlan.mode === "constrained" || request.constraint !== undefined) {
+    return undefined;
+  }
+  if (choices) {
+    const param = (request.n ?? 1) > 1 ? "n" : "logprobs";
+    throw new ArmatureError(
+      "NOT_SUPPORTED",
+      `'${param}' is not served together with this server's --reasoning-parser yet; send one choice without logprobs`,
+      { param },
+    );
+  }
+  return parser;
 }
 
 /** How the request's tools are served; completions have none. */
@@ -229,6 +259,7 @@ async function unaryResponse(
   res: ServerResponse,
   headers: Record<string, string>,
   toolPlan: ToolCallPlan,
+  reasoning: ReasoningParserName | undefined,
 ): Promise<GenerationEnd | undefined> {
   let text = "";
   for await (const event of generation.events) {
@@ -236,15 +267,28 @@ async function unaryResponse(
     else {
       const body =
         kind === "chat"
-          ? ((a) => chatFormat.response(idn, a.content, a.finishReason, event.usage, a.toolCalls))(
-              chatAnswer(toolPlan, text, event.finishReason),
-            )
+          ? chatResponse(idn, toolPlan, reasoning, text, event.finishReason, event.usage)
           : completionFormat.response(idn, text, event.finishReason, event.usage);
       sendJson(res, 200, body, headers);
       return event;
     }
   }
   return undefined;
+}
+
+/** A whole chat answer: reasoning split off first (when a parser is on), then tool calls read from the rest. */
+function chatResponse(
+  idn: ResponseIdentity,
+  toolPlan: ToolCallPlan,
+  reasoning: ReasoningParserName | undefined,
+  text: string,
+  finishReason: FinishReason,
+  usage: GenerationEnd["usage"],
+) {
+  const split = reasoning ? splitReasoning(reasoning, text) : undefined;
+  const answer = chatAnswer(toolPlan, split ? (split.content ?? "") : text, finishReason);
+  const content = split?.content === null && answer.toolCalls.length === 0 ? null : answer.content;
+  return chatFormat.response(idn, content, answer.finishReason, usage, answer.toolCalls, split?.reasoning);
 }
 
 async function streamResponse(
@@ -256,6 +300,7 @@ async function streamResponse(
   headers: Record<string, string>,
   log: Logger,
   toolPlan: ToolCallPlan,
+  reasoning: ReasoningParserName | undefined,
 ): Promise<GenerationEnd | undefined> {
   const sse = new SseWriter(res, headers);
   const chunk = (text: string | null, finish: FinishReason | null): unknown =>
@@ -269,14 +314,23 @@ async function streamResponse(
       : completionFormat.chunk(idn, text ?? "", finish, includeUsage);
   const textChunk = textChunkSerializer(kind, idn, includeUsage);
   const tools = kind === "chat" ? new ChatChunkShaper(toolPlan, idn, includeUsage, textChunk) : undefined;
+  const content = (text: string): unknown[] => (tools ? tools.text(text) : [textChunk(text)]);
+  // With a reasoning parser, reasoning goes out as `reasoning_content` deltas and the rest as content.
+  const thinking = reasoning ? new ReasoningStream(reasoning) : undefined;
+  const split = (deltas: ReturnType<ReasoningStream["push"]>): unknown[] =>
+    deltas.flatMap((d) =>
+      d.kind === "reasoning" ? [chatFormat.chunk(idn, chatFormat.reasoningDelta(d.text), null, includeUsage)] : content(d.text),
+    );
+  const pieces = (text: string): unknown[] => (thinking ? split(thinking.push(text)) : content(text));
   try {
     if (kind === "chat") await sse.send(chunk(null, null));
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
-        for (const piece of tools ? tools.text(event.text) : [textChunk(event.text)]) await sse.send(piece);
+        for (const piece of pieces(event.text)) await sse.send(piece);
         continue;
       }
+      for (const piece of thinking ? split(thinking.finish()) : []) await sse.send(piece);
       const held = tools?.end(event.finishReason);
       for (const piece of held?.chunks ?? []) await sse.send(piece);
       sse.cork(); // the final chunk, the usage chunk and [DONE] go out together; end() uncorks
