@@ -1,16 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger, RequestTrace } from "../../observability/index.js";
+import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
-import type { Router } from "../../router/index.js";
-import type { RequestGrant } from "../access/index.js";
-import { planChoices } from "../choice-plan.js";
+import { type ChoicePlan, planChoices } from "../choice-plan.js";
 import { sendChoices } from "../choice-responses.js";
-import { startChoices } from "../choices.js";
-import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, type GenerationEnd, type GenerationInput, startGeneration } from "../generation.js";
+import { type Choices, startChoices } from "../choices.js";
+import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
-import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
-import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
+import { sendJson } from "../http-io.js";
+import type { ModelPipeline } from "../model-pipelines.js";
 import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type ReasoningParserName, ReasoningStream, splitReasoning } from "../reasoning/index.js";
@@ -18,165 +15,82 @@ import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js"
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { SseWriter } from "../sse-writer.js";
 import { ChatChunkShaper, chatAnswer, planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
+import { type GenerationApi, type GenerationRouteDeps, type PreparedPrompt, serveGeneration } from "./generation-flow.js";
 
-export interface CompletionsRouteDeps {
-  readonly router: Router;
-  readonly pipelines: ModelPipelines;
-  readonly metrics: FrontendMetrics;
-  readonly logger: Logger;
-  readonly bodyLimitBytes: number;
-  /** The request's deadline from arrival (`--request-timeout`); undefined: none. */
-  readonly requestTimeoutMs?: number | undefined;
-  readonly migrationLimit: number;
-  /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
-  readonly access?: RequestGrant | undefined;
-  /** The request's trace (its id is already in the response headers). */
-  readonly trace?: RequestTrace | undefined;
-  /** `--tool-call-parser`: how `tool_choice: "auto"` answers are read; absent, the chat template tells. */
-  readonly toolCallParser?: ToolCallParserName | undefined;
-  /** `--reasoning-parser`: splits chat answers into `reasoning_content` and content. Absent: no split. */
-  readonly reasoningParser?: ReasoningParserName | undefined;
-}
+/** What the completion routes need from the server (every generating route needs the same). */
+export type CompletionsRouteDeps = GenerationRouteDeps;
 
 type Kind = "chat" | "text";
 
-/** How long a response past its deadline may take to send its error before the connection is closed. */
-const DEADLINE_GRACE_MS = 5000;
+/** A completion request's prompt, with how its answer is shaped: tools, choices, reasoning. */
+interface PreparedCompletion extends PreparedPrompt {
+  readonly request: ChatRequest | CompletionRequest;
+  readonly toolPlan: ToolCallPlan;
+  readonly choicePlan: ChoicePlan | undefined;
+  readonly reasoning: ReasoningParserName | undefined;
+  /** The choices started for `n` > 1, `best_of`, prompt batches, echo and logprobs. */
+  choices?: Choices;
+}
 
-/** `POST /v1/chat/completions` and `POST /v1/completions`: one flow, two formats. */
-export async function handleCompletions(
+/** `POST /v1/chat/completions` and `POST /v1/completions`: one flow (generation-flow.ts), two formats. */
+export function handleCompletions(
   kind: Kind,
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
   deps: CompletionsRouteDeps,
 ): Promise<void> {
-  const endpoint = kind === "chat" ? "chat_completions" : "completions";
-  const log = deps.logger.child({ requestId, endpoint });
-  const baseHeaders: Record<string, string> = { "x-request-id": requestId };
-  let timer: RequestTimer | undefined;
-  let stream = false;
-  const controller = new AbortController();
-  const arrivedAt = performance.now();
-  const timeoutMs = deps.requestTimeoutMs;
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          controller.abort(
-            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
-          );
-          log.warn({ timeoutMs }, "request timed out; generation cancelled");
-          // A client that stopped reading leaves the response waiting for a drain that never
-          // comes: after a grace for the error to go out, the connection is closed.
-          setTimeout(() => {
-            if (!res.writableFinished) res.destroy();
-          }, DEADLINE_GRACE_MS).unref();
-        }, timeoutMs);
-  res.on("close", () => {
-    clearTimeout(deadline);
-    if (!res.writableFinished) {
-      controller.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
-      deps.metrics.disconnected.inc();
-      log.info("client disconnected; generation cancelled");
-    }
-  });
-  try {
-    const raw = await readJsonBody(req, deps.bodyLimitBytes);
-    const request = kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
-    deps.access?.checkModel(request.model);
-    stream = request.stream;
-    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": request.model });
-    // Only a served model's name labels metrics: a client's made-up names never reach the registry.
-    const pipeline = await deps.pipelines.get(request.model);
-    timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const toolPlan = toolPlanFor(request, pipeline, deps.toolCallParser);
-    const tokenIds = promptTokens(request, pipeline);
-    const choicePlan = planChoices(
-      request,
-      pipeline,
-      tokenIds,
-      (prompt) => promptTokens({ ...request, prompt } as CompletionRequest, pipeline),
-      toolPlan.mode !== "text",
-    );
-    const reasoning = reasoningFor(kind, request, toolPlan, deps.reasoningParser, choicePlan !== undefined);
-    const generationInput: GenerationInput = {
-      pipeline,
-      tokenIds,
-      params: toolPlan.mode === "constrained" ? { ...request, constraint: toolPlan.constraint } : request,
-      signal: controller.signal,
-      timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
-      observer: timer,
-      migrationLimit: deps.migrationLimit,
-      trace: deps.trace,
-      onMigrate: (from, to, generated) => {
-        deps.metrics.migrations.inc({ model: request.model });
-        log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
-      },
-    };
+  return serveGeneration(completionsApi(kind, deps), req, res, requestId, deps);
+}
+
+function completionsApi(
+  kind: Kind,
+  deps: CompletionsRouteDeps,
+): GenerationApi<{ readonly params: ChatRequest | CompletionRequest }, PreparedCompletion> {
+  return {
+    endpoint: kind === "chat" ? "chat_completions" : "completions",
+    parse: (raw) => ({ params: kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw) }),
+    prepare: ({ params: request }, pipeline) => {
+      const toolPlan = toolPlanFor(request, pipeline, deps.toolCallParser);
+      const tokenIds = promptTokens(request, pipeline);
+      const choicePlan = planChoices(
+        request,
+        pipeline,
+        tokenIds,
+        (prompt) => promptTokens({ ...request, prompt } as CompletionRequest, pipeline),
+        toolPlan.mode !== "text",
+      );
+      return {
+        tokenIds,
+        params: toolPlan.mode === "constrained" ? { ...request, constraint: toolPlan.constraint } : request,
+        request,
+        toolPlan,
+        choicePlan,
+        reasoning: reasoningFor(kind, request, toolPlan, deps.reasoningParser, choicePlan !== undefined),
+      };
+    },
     // n > 1, best_of, prompt batches, echo and logprobs take the choices path (src/frontend/choices.ts).
-    const choices = choicePlan && (await startChoices(deps.router, { ...generationInput, ...choicePlan }));
-    const generation = choices ? choices.first : await startGeneration(deps.router, generationInput);
-    const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
-    if (generation.prefillWorkerId) headers["x-armature-prefill-worker"] = generation.prefillWorkerId;
-    if (generation.overlapBlocks !== undefined) {
-      headers["x-armature-overlap-blocks"] = String(generation.overlapBlocks);
-      deps.metrics.observeKvHit(request.model, (generation.overlapBlocks * pipeline.card.blockSize) / tokenIds.length);
-    }
-    const idn: ResponseIdentity = {
-      id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${requestId}`,
-      created: Math.floor(Date.now() / 1000),
-      model: request.model,
-    };
-    log.debug({ model: request.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
-    const end = choices
-      ? await sendChoices(kind, choices, idn, (choicePlan as NonNullable<typeof choicePlan>).response, res, headers, log)
-      : request.stream
-        ? await streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, toolPlan, reasoning)
-        : await unaryResponse(kind, generation, idn, res, headers, toolPlan, reasoning);
-    // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
-    if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
-    const usage = end?.usage;
-    // A response cut short has no usage: its prompt was still processed, so it is charged.
-    deps.access?.recordUsage(usage?.prompt_tokens ?? tokenIds.length, usage?.completion_tokens ?? 0);
-    timer.finish({
-      endpoint,
-      requestType: stream ? "stream" : "unary",
-      status: usage ? "success" : "error",
-      errorType: usage ? undefined : controller.signal.aborted ? "cancelled" : "internal",
-      inputTokens: tokenIds.length,
-      outputTokens: usage?.completion_tokens,
-      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
-      hostCachedTokens: end?.hostCachedTokens,
-    });
-    deps.trace?.finished({
-      finishReason: end?.finishReason,
-      promptTokens: usage?.prompt_tokens,
-      completionTokens: usage?.completion_tokens,
-      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
-      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
-    });
-  } catch (error) {
-    const http = toHttpError(error);
-    deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint });
-    deps.trace?.finished({ status: http.status, error });
-    if (http.status >= 500) log.error({ err: error }, "request failed");
-    else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
-    (timer ?? deps.metrics.startRequest("unknown")).finish({
-      endpoint,
-      requestType: stream ? "stream" : "unary",
-      status: "error",
-      errorType: http.errorType,
-    });
-    if (!res.headersSent && !res.destroyed) {
-      sendJson(res, http.status, http.body, baseHeaders);
-      if (http.status === 413) lingerThenClose(req);
-    } else if (stream && !res.writableEnded && !res.destroyed) {
-      res.end(`data: ${JSON.stringify({ error: http.body.error })}\n\ndata: [DONE]\n\n`);
-    }
-  } finally {
-    clearTimeout(deadline);
-  }
+    start: async (prepared, input, router) => {
+      if (!prepared.choicePlan) return startGeneration(router, input);
+      prepared.choices = await startChoices(router, { ...input, ...prepared.choicePlan });
+      return prepared.choices.first;
+    },
+    respond: ({ params: request }, generation, { res, headers, requestId, log }, prepared) => {
+      const idn: ResponseIdentity = {
+        id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${requestId}`,
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+      };
+      if (prepared.choices && prepared.choicePlan) {
+        return sendChoices(kind, prepared.choices, idn, prepared.choicePlan.response, res, headers, log);
+      }
+      return request.stream
+        ? streamResponse(kind, generation, idn, request.includeUsage, res, headers, log, prepared.toolPlan, prepared.reasoning)
+        : unaryResponse(kind, generation, idn, res, headers, prepared.toolPlan, prepared.reasoning);
+    },
+    errorBody: (http) => http.body,
+    endStreamWithError: (res, http) => res.end(`data: ${JSON.stringify({ error: http.body.error })}\n\ndata: [DONE]\n\n`),
+  };
 }
 
 /**
@@ -223,10 +137,6 @@ function toolPlanFor(
     );
   }
   return plan;
-}
-
-function isTimeout(reason: unknown): boolean {
-  return reason instanceof ArmatureError && reason.code === "REQUEST_TIMEOUT";
 }
 
 function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelPipeline): number[] {

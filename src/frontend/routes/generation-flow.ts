@@ -1,16 +1,42 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "../../observability/index.js";
+import type { Logger, RequestTrace } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
-import type { RequestOutcome, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
+import type { Router } from "../../router/index.js";
+import type { RequestGrant } from "../access/index.js";
+import type { FrontendMetrics, RequestOutcome, RequestTimer } from "../frontend-metrics.js";
+import { type Generation, type GenerationEnd, type GenerationInput, startGeneration } from "../generation.js";
 import { type HttpError, toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
-import type { ModelPipeline } from "../model-pipelines.js";
+import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
+import type { ReasoningParserName } from "../reasoning/index.js";
 import type { CommonParams } from "../requests/common-params.js";
-import type { CompletionsRouteDeps } from "./completions-route.js";
+import type { ToolCallParserName } from "../tool-calls/index.js";
 
-/** What a generating route needs from the server: the same as the completion routes. */
-export type GenerationRouteDeps = CompletionsRouteDeps;
+/** What a generating route needs from the server. */
+export interface GenerationRouteDeps {
+  readonly router: Router;
+  readonly pipelines: ModelPipelines;
+  readonly metrics: FrontendMetrics;
+  readonly logger: Logger;
+  readonly bodyLimitBytes: number;
+  /** The request's deadline from arrival (`--request-timeout`); undefined: none. */
+  readonly requestTimeoutMs?: number | undefined;
+  readonly migrationLimit: number;
+  /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
+  readonly access?: RequestGrant | undefined;
+  /** The request's trace (its id is already in the response headers). */
+  readonly trace?: RequestTrace | undefined;
+  /** `--tool-call-parser`: how `tool_choice: "auto"` answers are read; absent, the chat template tells. */
+  readonly toolCallParser?: ToolCallParserName | undefined;
+  /** `--reasoning-parser`: splits chat answers into `reasoning_content` and content. Absent: no split. */
+  readonly reasoningParser?: ReasoningParserName | undefined;
+}
+
+/** A prompt ready to generate from: its tokens and the parameters to generate with. */
+export interface PreparedPrompt {
+  readonly tokenIds: number[];
+  readonly params: CommonParams;
+}
 
 /** Where a route writes its answer. */
 export interface Reply {
@@ -22,21 +48,31 @@ export interface Reply {
 }
 
 /**
- * One API's side of a generating route (Anthropic's Messages, OpenAI's Responses): how it reads
+ * One API's side of a generating route (OpenAI's chat and legacy completions and Responses,
+ * Anthropic's Messages, KServe's infer and generate): how it reads
  * a body, renders its prompt, answers and reports errors. The flow around it (deadline, client
  * disconnect, API-key model check and usage, metrics, routing) is `serveGeneration`'s.
  */
-export interface GenerationApi<Request extends { readonly params: CommonParams }> {
+export interface GenerationApi<
+  Request extends { readonly params: CommonParams },
+  Prepared extends PreparedPrompt = PreparedPrompt,
+> {
   readonly endpoint: RequestOutcome["endpoint"];
   /** Validates the body; throws a 400 naming the field. */
   parse(raw: unknown): Request;
   /**
    * The prompt's tokens (through the model's chat template) and the parameters to generate with
-   * on this model (the request's, or with a constraint its tools need).
+   * on this model (the request's, or with a constraint its tools need), with whatever else the
+   * API's answer needs to know of them.
    */
-  prepare(request: Request, pipeline: ModelPipeline): { readonly tokenIds: number[]; readonly params: CommonParams };
+  prepare(request: Request, pipeline: ModelPipeline): Prepared;
+  /**
+   * Starts generating; resolves once the first worker answered. Default: one generation of the
+   * prepared prompt (the completion routes start several for `n` and prompt batches).
+   */
+  start?(prepared: Prepared, input: GenerationInput, router: Router): Promise<Generation>;
   /** Sends the whole answer or streams it; resolves with the end, or undefined when cut short. */
-  respond(request: Request, generation: Generation, reply: Reply): Promise<GenerationEnd | undefined>;
+  respond(request: Request, generation: Generation, reply: Reply, prepared: Prepared): Promise<GenerationEnd | undefined>;
   /** The API's error body for a refusal or a failure before any output. */
   errorBody(http: HttpError, requestId: string): unknown;
   /** Ends a stream that has begun with the API's error event. */
@@ -52,8 +88,11 @@ const DEADLINE_GRACE_MS = 5000;
  * deadline, cancels the generation on the worker. Metrics and the key's usage are recorded as
  * the completion routes record them.
  */
-export async function serveGeneration<Request extends { readonly params: CommonParams }>(
-  api: GenerationApi<Request>,
+export async function serveGeneration<
+  Request extends { readonly params: CommonParams },
+  Prepared extends PreparedPrompt = PreparedPrompt,
+>(
+  api: GenerationApi<Request, Prepared>,
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
@@ -97,7 +136,7 @@ export async function serveGeneration<Request extends { readonly params: CommonP
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const prepared = api.prepare(request, pipeline);
     const tokenIds = prepared.tokenIds;
-    const generation = await startGeneration(deps.router, {
+    const input: GenerationInput = {
       pipeline,
       tokenIds,
       params: prepared.params,
@@ -110,7 +149,8 @@ export async function serveGeneration<Request extends { readonly params: CommonP
         deps.metrics.migrations.inc({ model: params.model });
         log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
       },
-    });
+    };
+    const generation = await (api.start ? api.start(prepared, input, deps.router) : startGeneration(deps.router, input));
     const headers: Record<string, string> = { ...baseHeaders, "x-armature-worker": generation.workerId };
     if (generation.prefillWorkerId) headers["x-armature-prefill-worker"] = generation.prefillWorkerId;
     if (generation.overlapBlocks !== undefined) {
@@ -118,7 +158,7 @@ export async function serveGeneration<Request extends { readonly params: CommonP
       deps.metrics.observeKvHit(params.model, (generation.overlapBlocks * pipeline.card.blockSize) / tokenIds.length);
     }
     log.debug({ model: params.model, workerId: generation.workerId, promptTokens: tokenIds.length }, "routed");
-    const end = await api.respond(request, generation, { res, headers, requestId, log });
+    const end = await api.respond(request, generation, { res, headers, requestId, log }, prepared);
     // Cut short by the deadline: say so (504, or an error event on a stream that has begun).
     if (!end && isTimeout(controller.signal.reason)) throw controller.signal.reason;
     const usage = end?.usage;
