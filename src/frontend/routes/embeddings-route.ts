@@ -1,28 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "../../observability/index.js";
 import { ArmatureError, decodeEmbedding } from "../../protocol/index.js";
-import type { Router } from "../../router/index.js";
-import type { RequestGrant } from "../access/index.js";
 import { embedAll } from "../embedding-flow.js";
-import type { FrontendMetrics, RequestTimer } from "../frontend-metrics.js";
+import type { RequestTimer } from "../frontend-metrics.js";
 import { toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
-import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
+import type { ModelPipeline } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type EmbeddingsInput, type EmbeddingsRequest, parseEmbeddingsRequest } from "../requests/embeddings-request.js";
+import type { GenerationRouteDeps } from "./generation-flow.js";
 
-export interface EmbeddingsRouteDeps {
-  readonly router: Router;
-  readonly pipelines: ModelPipelines;
-  readonly metrics: FrontendMetrics;
-  readonly logger: Logger;
-  readonly bodyLimitBytes: number;
-  /** The request's deadline from arrival (`--request-timeout`); undefined: none. */
-  readonly requestTimeoutMs?: number | undefined;
-  readonly migrationLimit: number;
-  /** The API key's grant: which models it may use, where its tokens are charged. Absent without keys. */
-  readonly access?: RequestGrant | undefined;
-}
+/** What the embeddings route needs from the server: the generating routes' needs, less tools and traces. */
+export type EmbeddingsRouteDeps = Pick<
+  GenerationRouteDeps,
+  "router" | "pipelines" | "metrics" | "logger" | "bodyLimitBytes" | "requestTimeoutMs" | "migrationLimit" | "access"
+>;
 
 /**
  * `POST /v1/embeddings` (OpenAI's Create embeddings): the frontend tokenizes the texts as a completion
