@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createLogger, type Logger } from "../observability/index.js";
+import { createLogger, type Logger, PrometheusMeter } from "../observability/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import { ActiveLoad, ApproximateIndex, KvIndexer, kvPolicy, serveRouteQueries, WorkerSet } from "../router/index.js";
 import { connectDistributedRuntime, type Runtime, redactUrl } from "../runtime/index.js";
 import { isFrontendProcess, reportListeningThenAwaitDrain, superviseFrontendProcesses } from "./frontend-processes.js";
+import { refuseMetricsPort, startMetricsEndpoint } from "./metrics-endpoint.js";
 import { invalidMessageLogger } from "./process-guards.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
@@ -35,12 +36,24 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
   const runtime = await connect(options, logger);
-  const { workers, modelName, tracing } = await startWorkers(options, runtime, logger);
+  const meter = new PrometheusMeter();
+  // The port first: a taken one fails the start before any worker registers.
+  const metrics =
+    options.metricsPort === undefined
+      ? undefined
+      : await startMetricsEndpoint({
+          host: options.host,
+          port: options.metricsPort,
+          meter,
+          invalidMessages: runtime.invalidMessages,
+        });
+  const { workers, modelName, tracing } = await startWorkers(options, runtime, logger, meter);
   out(
-    `armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${redactUrl(options.bus ?? "")}\n`,
+    `armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${redactUrl(options.bus ?? "")}${metrics ? `, metrics at ${metrics.url}/metrics` : ""}\n`,
   );
   await untilSignal(logger);
   await Promise.all(workers.map((w) => w.close()));
+  await metrics?.close();
   await tracing.close();
   await runtime.close();
   out("armature worker stopped\n");
@@ -54,6 +67,7 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
 export async function frontendCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
+  refuseMetricsPort("frontend", options.metricsPort);
   if (options.frontendProcesses > 1 && !isFrontendProcess()) {
     return superviseFrontendProcesses(options.frontendProcesses, out, logger);
   }
@@ -96,6 +110,7 @@ async function waitForWorkers(runtime: Runtime, logger: Logger): Promise<ModelCa
  */
 export async function routerCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
   const options = resolveServeOptions(argv);
+  refuseMetricsPort("router", options.metricsPort);
   const logger = createLogger({ level: options.logLevel });
   const runtime = await connect(options, logger);
   const cards = await waitForWorkers(runtime, logger);

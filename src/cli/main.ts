@@ -6,6 +6,7 @@ import { BENCH_USAGE, benchCommand } from "./bench-command.js";
 import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
 import { startEmbeddedDeployment } from "./embedded-deployment.js";
 import { HASH_USAGE, hashCommand } from "./hash-command.js";
+import { refuseMetricsPort } from "./metrics-endpoint.js";
 import { PLANNER_USAGE, plannerCommand } from "./planner-command.js";
 import { installLastResortHandlers } from "./process-guards.js";
 import { PROFILE_USAGE, profileCommand } from "./profile-command.js";
@@ -101,6 +102,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 async function serve(argv: readonly string[]): Promise<number> {
   const options = resolveServeOptions(argv);
+  refuseMetricsPort("serve", options.metricsPort);
   if (options.frontendProcesses > 1) {
     throw new ArmatureError(
       "CONFIG_INVALID",

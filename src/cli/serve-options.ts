@@ -13,6 +13,8 @@ export { type RouterName, serveSettings, serveUsage } from "./serve-settings.js"
 export interface ServeOptions {
   readonly host: string;
   readonly port: number;
+  /** `--metrics-port`: `armature worker`'s Prometheus endpoint; undefined (flag 0, the default): off. */
+  readonly metricsPort: number | undefined;
   /** `--grpc-port`: KServe v2 gRPC on this port too; undefined (flag 0, the default): off. */
   readonly grpcPort: number | undefined;
   /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
@@ -214,6 +216,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     host: str("host") ?? "127.0.0.1",
     port: num("port", true, 0) ?? 8000,
     grpcPort: ((port) => (port === 0 ? undefined : port))(num("grpc-port", true, 0) ?? 0),
+    metricsPort: ((port) => (port === 0 ? undefined : port))(num("metrics-port", true, 0) ?? 0),
     maxBodyBytes: num("max-body-bytes", true, 1024) ?? 8 * 1024 * 1024,
     maxKvExports: num("max-kv-exports", true, 1),
     maxKvExportBytes: num("max-kv-export-bytes", true, 1),

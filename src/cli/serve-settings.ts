@@ -31,6 +31,11 @@ export interface Setting {
 export const serveSettings: Record<string, Setting> = {
   host: { type: "string", env: "ARMATURE_HOST", help: "address to listen on (default 127.0.0.1)" },
   port: { type: "integer", env: "ARMATURE_PORT", help: "HTTP port (default 8000; 0 picks a free one)" },
+  "metrics-port": {
+    type: "integer",
+    env: "ARMATURE_METRICS_PORT",
+    help: "armature worker: serve GET /metrics and GET /health on this port, on --host (default 0: off)",
+  },
   "grpc-port": {
     type: "integer",
     env: "ARMATURE_GRPC_PORT",
