@@ -7,6 +7,7 @@ import { type Generation, type GenerationEnd, startGeneration } from "../generat
 import { toHttpError } from "../http-errors.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
+import { startRequestDeadline } from "../request-deadline.js";
 import type { LlmRequest } from "./llm-request.js";
 
 /** What a KServe route needs from the frontend: the same pieces the OpenAI routes use. */
@@ -51,16 +52,7 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
   if (options.signal.aborted) onAbort();
   else options.signal.addEventListener("abort", onAbort, { once: true });
   const timeoutMs = deps.requestTimeoutMs;
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          controller.abort(
-            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
-          );
-          log.warn({ timeoutMs }, "request timed out; generation cancelled");
-          options.onDeadline?.();
-        }, timeoutMs);
+  const deadline = startRequestDeadline(controller, timeoutMs, log, options.onDeadline);
   let timer: RequestTimer | undefined;
   let streaming = false;
   try {

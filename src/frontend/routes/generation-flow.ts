@@ -9,6 +9,7 @@ import { type HttpError, toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import type { ReasoningParserName } from "../reasoning/index.js";
+import { startRequestDeadline } from "../request-deadline.js";
 import type { CommonParams } from "../requests/common-params.js";
 import type { ToolCallParserName } from "../tool-calls/index.js";
 
@@ -106,18 +107,13 @@ export async function serveGeneration<
   const controller = new AbortController();
   const arrivedAt = performance.now();
   const timeoutMs = deps.requestTimeoutMs;
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          controller.abort(
-            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
-          );
-          log.warn({ timeoutMs }, "request timed out; generation cancelled");
-          setTimeout(() => {
-            if (!res.writableFinished) res.destroy();
-          }, DEADLINE_GRACE_MS).unref();
-        }, timeoutMs);
+  // A client that stopped reading leaves the response waiting for a drain that never comes: after a
+  // grace for the error to go out, the connection is closed.
+  const deadline = startRequestDeadline(controller, timeoutMs, log, () => {
+    setTimeout(() => {
+      if (!res.writableFinished) res.destroy();
+    }, DEADLINE_GRACE_MS).unref();
+  });
   res.on("close", () => {
     clearTimeout(deadline);
     if (!res.writableFinished) {
