@@ -201,7 +201,7 @@ async function* textEvents(
     if (!ended && !stoppedByString) {
       throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
     }
-    // Read past the end so the worker's stream completes normally (no cancellation).
+    // Read past the end: the upstream generator finishes (it read its worker's stream to the end) rather than being returned.
     if (ended) await upstream.next();
   } finally {
     // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,

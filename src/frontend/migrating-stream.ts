@@ -31,15 +31,28 @@ export async function* migratingStream(
   let migrations = 0;
   for (;;) {
     const iterator = call.stream[Symbol.asyncIterator]();
+    let finished = false;
     try {
       for (;;) {
         const next = await iterator.next();
-        if (next.done) return;
+        if (next.done) {
+          finished = true;
+          return;
+        }
         const item = next.value;
         if (item.type === "token-delta") {
           generated.push(...item.tokenIds);
           yield item;
         } else {
+          // Read the worker's stream to its end before handing the end on: a stream left open
+          // here is cancelled by the `return()` below (in one process the worker's signal aborts,
+          // over NATS a cancel is published), and the caller may stop reading at the end.
+          try {
+            finished = (await iterator.next()).done === true;
+          } catch {
+            // The request is complete: what its worker's stream did after its end changes nothing.
+            finished = true;
+          }
           yield { ...item, promptTokens: request.tokenIds.length, completionTokens: generated.length };
           return;
         }
@@ -57,7 +70,7 @@ export async function* migratingStream(
       );
       options.onMigrate?.(from, call.workerId, generated.length);
     } finally {
-      await iterator.return?.();
+      if (!finished) await iterator.return?.();
     }
   }
 }
