@@ -1,9 +1,12 @@
 // Frontend capacity: armature (mocker engine at a very high speedup, so the engine costs ~nothing)
-// against a bare node:http server answering a fixed SSE body, at 1, 64 and 512 concurrent streams,
-// under two load generators: `armature bench`'s (src/bench; tokens counted from usage, first-token
-// latency) and Debian's `wrk` (the calibration: a Node client caps a fast server). Then scale-out:
-// `armature frontend --frontend-processes N` over NATS and etcd with one mocker worker, N = 1 and 2,
-// under wrk. Each load generator's own CPU is reported. Needs `wrk` (apt-get install wrk).
+// against two bare node:http servers, at 1, 64 and 512 concurrent streams: the streaming baseline
+// (bench/streaming-bare-server.ts: parses the body, writes each SSE event one event-loop turn apart,
+// as any relay of a token-by-token engine must) and the ceiling (bench/bare-server.ts: one fixed
+// body in one write). Two load generators drive each: `armature bench`'s (src/bench; tokens counted
+// from usage, first-token latency) and Debian's `wrk` (the calibration: a Node client caps a fast
+// server). Each generator's CPU is reported, and each server's own CPU per streamed token over the
+// wrk run. Then scale-out: `armature frontend --frontend-processes N` over NATS and etcd with one
+// mocker worker, N = 1 and 2, under wrk. Needs `wrk` (apt-get install wrk).
 // Usage: npm run bench:frontend [-- seconds-per-run]
 import type { BenchOptions } from "../src/bench/index.js";
 import { startEtcd } from "../test/helpers/etcd-server.js";
@@ -23,19 +26,26 @@ const load = (url: string, concurrency: number, limit: { requests: number } | { 
   mode: { kind: "concurrency", concurrency, requests: 1e9, ...limit },
 });
 const pct = (share: number): string => `${(100 * share).toFixed(0)}%`;
+const servers = {
+  ceiling: () => spawnServer(["bench/bare-server.ts", String(TOKENS)]),
+  streaming: () => spawnServer(["bench/streaming-bare-server.ts"]),
+  armature: () => spawnFastMockerServe(),
+};
+type Kind = keyof typeof servers;
 
 console.log(`frontend capacity — ${machine()} — ${seconds}s per run, ${TOKENS} tokens per stream\n`);
 console.log(
-  "| streams | server | armature bench: req/s | tokens/s | first token p50 / p99 ms | its CPU | wrk: req/s | latency p50 / p99 ms | its CPU | failed |",
+  "| streams | server | armature bench: req/s | tokens/s | first token p50 / p99 ms | its CPU | wrk: req/s | latency p50 / p99 ms | its CPU | server CPU per token (µs) | failed |",
 );
-console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-const rows: Record<string, { rps: number; wrkRps: number; p99: number }> = {};
+console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+const rows: Record<string, { rps: number; wrkRps: number; p99: number; cpuPerToken: number }> = {};
 for (const concurrency of levels) {
-  for (const kind of ["bare", "armature"] as const) {
-    const server = kind === "bare" ? await spawnServer(["bench/bare-server.ts", String(TOKENS)]) : await spawnFastMockerServe();
+  for (const kind of Object.keys(servers) as Kind[]) {
+    const server = await servers[kind]();
     try {
       await loadInChild(load(server.url, concurrency, { requests: concurrency * 4 })); // warm-up
       const r = await loadInChild(load(server.url, concurrency, { durationMs: seconds * 1000 }));
+      const cpuBefore = server.cpuSeconds();
       const w = await runWrk(
         server.url,
         "/v1/completions",
@@ -43,23 +53,28 @@ for (const concurrency of levels) {
         concurrency,
         seconds,
       );
-      rows[`${kind}-${concurrency}`] = { rps: r.requests_per_s, wrkRps: w.requestsPerSecond, p99: r.ttft_ms.p99 };
+      // Every stream here carries TOKENS tokens (the generator above checks each stream's usage).
+      const cpuPerToken = (server.cpuSeconds() - cpuBefore) / (w.requests * TOKENS);
+      rows[`${kind}-${concurrency}`] = { rps: r.requests_per_s, wrkRps: w.requestsPerSecond, p99: r.ttft_ms.p99, cpuPerToken };
       console.log(
-        `| ${concurrency} | ${kind} | ${r.requests_per_s.toFixed(0)} | ${r.throughput_tok_s.toFixed(0)} | ${r.ttft_ms.p50.toFixed(2)} / ${r.ttft_ms.p99.toFixed(2)} | ${pct(r.generator_cpu)} | ${w.requestsPerSecond.toFixed(0)} | ${w.latencyMs.p50.toFixed(2)} / ${w.latencyMs.p99.toFixed(2)} | ${pct(w.generatorCpu)} | ${r.failed + w.failed} |`,
+        `| ${concurrency} | ${kind} | ${r.requests_per_s.toFixed(0)} | ${r.throughput_tok_s.toFixed(0)} | ${r.ttft_ms.p50.toFixed(2)} / ${r.ttft_ms.p99.toFixed(2)} | ${pct(r.generator_cpu)} | ${w.requestsPerSecond.toFixed(0)} | ${w.latencyMs.p50.toFixed(2)} / ${w.latencyMs.p99.toFixed(2)} | ${pct(w.generatorCpu)} | ${(cpuPerToken * 1e6).toFixed(1)} | ${r.failed + w.failed} |`,
       );
     } finally {
       await server.stop();
     }
   }
 }
-console.log("\n| streams | armature / bare request rate (armature bench) | (wrk) | added first-token p99 (ms) |");
-console.log("|---:|---:|---:|---:|");
+console.log(
+  "\n| streams | armature / streaming bare request rate (wrk) | (armature bench) | armature / ceiling (wrk) | added first-token p99 over streaming bare (ms) | server CPU per token, armature / streaming bare |",
+);
+console.log("|---:|---:|---:|---:|---:|---:|");
 for (const c of levels) {
   const a = rows[`armature-${c}`];
-  const b = rows[`bare-${c}`];
-  if (a && b) {
+  const s = rows[`streaming-${c}`];
+  const b = rows[`ceiling-${c}`];
+  if (a && s && b) {
     console.log(
-      `| ${c} | ${((100 * a.rps) / b.rps).toFixed(1)}% | ${((100 * a.wrkRps) / b.wrkRps).toFixed(1)}% | ${(a.p99 - b.p99).toFixed(2)} |`,
+      `| ${c} | ${((100 * a.wrkRps) / s.wrkRps).toFixed(1)}% | ${((100 * a.rps) / s.rps).toFixed(1)}% | ${((100 * a.wrkRps) / b.wrkRps).toFixed(1)}% | ${(a.p99 - s.p99).toFixed(2)} | ${(a.cpuPerToken / s.cpuPerToken).toFixed(2)}× |`,
     );
   }
 }

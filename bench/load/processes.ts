@@ -12,7 +12,12 @@ export interface Served {
   stop(): Promise<void>;
   /** Resident set size of the server process, from /proc. */
   rssBytes(): number;
+  /** CPU seconds (user + system) the server process has used so far, from /proc. */
+  cpuSeconds(): number;
 }
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
 
 /**
  * Spawns a TypeScript entry (under tsx) or the armature CLI and waits for `ready` on stdout (by
@@ -40,6 +45,12 @@ export async function spawnServer(args: readonly string[], ready: RegExp = /(htt
     rssBytes() {
       const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    },
+    cpuSeconds() {
+      // Fields after the command's closing parenthesis; utime and stime are the 14th and 15th of the line.
+      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
     },
   };
 }

@@ -6,6 +6,8 @@ import { join } from "node:path";
 /** What `wrk` measured, and what it cost: its own CPU seconds over the run, from `/usr/bin/time`. */
 export interface WrkResult {
   readonly requestsPerSecond: number;
+  /** Responses read whole over the run. */
+  readonly requests: number;
   readonly latencyMs: { readonly p50: number; readonly p99: number };
   /** Responses that were not 2xx/3xx, and socket errors (connect, read, write, timeout). */
   readonly failed: number;
@@ -58,6 +60,7 @@ export async function runWrk(url: string, path: string, body: unknown, connectio
     const cpu = /cpu ([\d.]+) ([\d.]+)/.exec(output);
     return {
       requestsPerSecond: number(/Requests\/sec:\s+([\d.]+)/),
+      requests: number(/(\d+) requests in/),
       latencyMs: { p50: ms("50"), p99: ms("99") },
       failed: (Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0) || 0) + socketErrors,
       generatorCpu: cpu ? (Number(cpu[1]) + Number(cpu[2])) / seconds : Number.NaN,
