@@ -23,6 +23,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
   const runtime = createEmbeddedRuntime({
     onEventHandlerError: (error, subject) => logger.error({ err: error, subject }, "event handler failed"),
     onInvalidMessage: invalidMessageLogger(logger),
+    inProcess: true,
   });
   // One /metrics for the process: the frontend's, the router's and the workers' block managers'.
   const meter = new PrometheusMeter();

@@ -20,14 +20,17 @@ export class SseWriter {
     return this.#res.destroyed || this.#res.writableEnded;
   }
 
-  /** Sends one `data:` event; waits while the socket's buffer is full. */
-  async send(data: unknown): Promise<void> {
-    await this.#write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  /**
+   * Sends one `data:` event. Returns a promise to wait on only while the socket's buffer is full
+   * (most writes return nothing: a token's write costs no promise).
+   */
+  send(data: unknown): Promise<void> | undefined {
+    return this.#write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
   }
 
   /** Sends one named event (`event: <name>` then `data: <json>`), as Anthropic's and the Responses streams do. */
-  async sendEvent(name: string, data: unknown): Promise<void> {
-    await this.#write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+  sendEvent(name: string, data: unknown): Promise<void> | undefined {
+    return this.#write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   /** Ends the response without `[DONE]` (streams of named events end when their last event is sent). */
@@ -50,10 +53,11 @@ export class SseWriter {
     this.#corked = true;
   }
 
-  async #write(text: string): Promise<void> {
-    if (this.closed) return;
+  #write(text: string): Promise<void> | undefined {
+    if (this.closed) return undefined;
     // A corked socket sends nothing, so it never drains: waiting here would wait for ever.
-    if (!this.#res.write(text) && !this.#corked) await this.#drained();
+    if (!this.#res.write(text) && !this.#corked) return this.#drained();
+    return undefined;
   }
 
   /** Resolves on `drain` or `close`, whichever comes first, and leaves no listener behind. */

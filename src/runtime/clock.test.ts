@@ -62,3 +62,22 @@ test("a virtual sleep that fired lets go of its signal", async () => {
   }
   assert.equal(getEventListeners(controller.signal, "abort").length, 0);
 });
+
+test("a virtual timer fires at its time; a cancelled one never fires, and cancelling after it fired changes nothing", async () => {
+  const clock = new VirtualClock();
+  const fired: string[] = [];
+  const cancelA = clock.timer(100, () => fired.push(`a@${clock.now()}`));
+  const cancelB = clock.timer(50, () => fired.push(`b@${clock.now()}`));
+  clock.timer(200, () => fired.push(`c@${clock.now()}`));
+  assert.equal(clock.pendingTimers, 3);
+  cancelB();
+  cancelB();
+  assert.equal(clock.pendingTimers, 2);
+  await clock.advance(150);
+  assert.deepEqual(fired, ["a@100"]);
+  cancelA();
+  assert.equal(clock.pendingTimers, 1);
+  await clock.runUntilIdle();
+  assert.deepEqual(fired, ["a@100", "c@200"]);
+  assert.equal(clock.pendingTimers, 0);
+});

@@ -4,6 +4,8 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason when aborted. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Calls `fire` after `ms` unless the returned function is called first (no promise, no signal). */
+  timer(ms: number, fire: () => void): () => void;
 }
 
 /** Wall-clock time from `performance.now()`. */
@@ -30,6 +32,11 @@ export class RealClock implements Clock {
       }, ms);
       signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+
+  timer(ms: number, fire: () => void): () => void {
+    const timer = setTimeout(fire, ms);
+    return () => clearTimeout(timer);
   }
 }
 
@@ -80,6 +87,26 @@ export class VirtualClock implements Clock {
       this.#live++;
       signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+
+  timer(ms: number, fire: () => void): () => void {
+    const timer: Timer = {
+      at: this.#now + Math.max(0, ms),
+      seq: this.#seq++,
+      fire: () => {
+        // Fired: a later cancel has nothing left to take back.
+        timer.cancelled = true;
+        fire();
+      },
+      cancelled: false,
+    };
+    this.#push(timer);
+    this.#live++;
+    return () => {
+      if (timer.cancelled) return;
+      timer.cancelled = true;
+      this.#live--;
+    };
   }
 
   /** Number of sleepers waiting. */

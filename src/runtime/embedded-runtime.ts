@@ -30,6 +30,12 @@ export function createEmbeddedRuntime(
     clock?: Clock;
     onEventHandlerError?: (e: unknown, subject: string) => void;
     onInvalidMessage?: InvalidMessageListener;
+    /**
+     * Every message on these planes is an object built in this process (`armature serve`, a
+     * replay): hand them on unchecked. Default false (tests that feed the planes malformed
+     * messages keep the checks).
+     */
+    inProcess?: boolean;
   } = {},
 ): Runtime {
   const clock = options.clock ?? new RealClock();
@@ -41,7 +47,7 @@ export function createEmbeddedRuntime(
     discovery,
     requests,
     events,
-    invalidMessages: new InvalidMessages(options.onInvalidMessage),
+    invalidMessages: new InvalidMessages(options.onInvalidMessage, { inProcess: options.inProcess === true }),
     async close() {
       await Promise.all([discovery.close(), requests.close(), events.close()]);
     },

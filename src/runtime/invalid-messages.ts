@@ -7,13 +7,25 @@ export type InvalidMessageListener = (kind: string, subject: string, error: unkn
  * The one gate for messages that cross a plane: each is checked against its schema before use; a
  * malformed one is counted by kind, reported to the listener (the CLI logs it) and dropped, never
  * thrown into the code that would have used it.
+ *
+ * A gate built `inProcess` belongs to planes whose messages never leave the process (`armature
+ * serve`, a replay): what arrives is an object another part of the same program built, so `accept`
+ * and `check` hand it on unchecked. Bytes that do cross a boundary (NATS, etcd, a TCP frame) are
+ * decoded by the distributed runtime's planes, whose gate checks every message (decision 0014).
  */
 export class InvalidMessages {
   readonly #counts = new Map<string, number>();
   readonly #listener: InvalidMessageListener | undefined;
+  readonly #inProcess: boolean;
 
-  constructor(listener?: InvalidMessageListener) {
+  constructor(listener?: InvalidMessageListener, options: { readonly inProcess?: boolean } = {}) {
     this.#listener = listener;
+    this.#inProcess = options.inProcess === true;
+  }
+
+  /** Whether messages are handed on unchecked (every one of them was built in this process). */
+  get inProcess(): boolean {
+    return this.#inProcess;
   }
 
   /** Malformed messages dropped since start, by kind (`kv-event-batch`, `worker-load`, …). */
@@ -23,6 +35,7 @@ export class InvalidMessages {
 
   /** `payload` as a `T`, or undefined when it is malformed (then counted and reported). */
   accept<T>(kind: string, schema: Schema<T>, payload: unknown, subject = kind): T | undefined {
+    if (this.#inProcess) return payload as T;
     try {
       return schema.parse(payload);
     } catch (error) {
@@ -36,6 +49,7 @@ export class InvalidMessages {
    * naming the field at fault (for request-plane handlers, whose caller hears the error).
    */
   check<T>(kind: string, schema: Schema<T>, payload: unknown, subject = kind): T {
+    if (this.#inProcess) return payload as T;
     try {
       return schema.parse(payload);
     } catch (error) {

@@ -264,7 +264,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
 
 /** The embedded runtime on `clock`, its KV events and load reports arriving after their delays. */
 function delayedRuntime(clock: VirtualClock, kvEventDelayMs: number, loadReportDelayMs: number): Runtime {
-  const embedded = createEmbeddedRuntime({ clock });
+  const embedded = createEmbeddedRuntime({ clock, inProcess: true });
   const kvEvents = subjects.kvEvents("");
   const load = subjects.load("");
   const events = new DelayedEventPlane(embedded.events, clock, (subject) =>

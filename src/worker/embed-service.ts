@@ -8,7 +8,7 @@ import {
   subjects,
 } from "../protocol/index.js";
 import type { Registration, Runtime } from "../runtime/index.js";
-import { deadlineAfter } from "./deadline.js";
+import { callSignal } from "./deadline.js";
 
 export interface EmbedServiceOptions {
   readonly runtime: Runtime;
@@ -46,8 +46,7 @@ async function* embedCall(
       { param: "model" },
     );
   }
-  const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(o.runtime.clock, request.timeoutMs);
-  const signal = deadline ? AbortSignal.any([callerSignal, deadline.signal]) : callerSignal;
+  const { signal, clear } = callSignal(o.runtime.clock, callerSignal, request.timeoutMs);
   let done!: () => void;
   const tracked = new Promise<void>((resolve) => {
     done = resolve;
@@ -61,7 +60,7 @@ async function* embedCall(
       index++;
     }
   } finally {
-    deadline?.clear();
+    clear();
     o.inflight.delete(tracked);
     done();
   }

@@ -18,7 +18,7 @@ import {
 } from "../protocol/index.js";
 import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
-import { deadlineAfter } from "./deadline.js";
+import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
@@ -176,8 +176,7 @@ export class WorkerHost {
     this.#countDroppedTraceContext(payload, request);
     // The caller's deadline holds here too: work nobody waits for any more stops even if the
     // cancellation is lost on the way.
-    const deadline = request.timeoutMs === undefined ? undefined : deadlineAfter(this.#o.runtime.clock, request.timeoutMs);
-    const signal = deadline ? AbortSignal.any([callerSignal, deadline.signal]) : callerSignal;
+    const { signal, clear } = callSignal(this.#o.runtime.clock, callerSignal, request.timeoutMs);
     let done!: () => void;
     const tracked = new Promise<void>((resolve) => {
       done = resolve;
@@ -197,7 +196,7 @@ export class WorkerHost {
         yield response;
       }
     } finally {
-      deadline?.clear();
+      clear();
       this.#inflight.delete(tracked);
       done();
       this.#publishLoad();

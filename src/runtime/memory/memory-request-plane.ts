@@ -19,44 +19,83 @@ export class MemoryRequestPlane implements RequestPlane {
 
   call(address: string, payload: unknown, options: { signal?: AbortSignal } = {}): AsyncIterable<unknown> {
     const handlers = this.#handlers;
-    return {
-      async *[Symbol.asyncIterator]() {
-        const handler = handlers.get(address);
-        if (!handler) {
-          throw new ArmatureError("WORKER_UNAVAILABLE", `no worker serves ${address}`, { retryable: true });
-        }
-        const controller = new AbortController();
-        const onAbort = (): void => controller.abort(options.signal?.reason);
-        if (options.signal?.aborted) onAbort();
-        options.signal?.addEventListener("abort", onAbort, { once: true });
-        const iterator = handler(payload, { signal: controller.signal })[Symbol.asyncIterator]();
-        let finished = false;
-        try {
-          for (;;) {
-            if (options.signal?.aborted) throw options.signal.reason;
-            const next = await iterator.next();
-            if (next.done) {
-              finished = true;
-              return;
-            }
-            yield next.value;
-          }
-        } finally {
-          options.signal?.removeEventListener("abort", onAbort);
-          if (!finished) {
-            // The consumer stopped early (break, return, throw or abort): cancel the handler's work
-            // before unwinding it, so its cleanup sees the cancellation.
-            if (!controller.signal.aborted) {
-              controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller stopped reading"));
-            }
-            await iterator.return?.();
-          }
-        }
-      },
-    };
+    return { [Symbol.asyncIterator]: () => new InProcessCall(handlers, address, payload, options.signal) };
   }
 
   async close(): Promise<void> {
     this.#handlers.clear();
+  }
+}
+
+/**
+ * One call's stream: the handler starts on the first `next()` (a missing handler is a retryable
+ * `WORKER_UNAVAILABLE` there), each `next()` is the handler's own, and a caller that stops early
+ * (`return()`) or aborts its signal cancels the handler's signal before the handler unwinds. A plain
+ * iterator, not a generator: a token crosses this layer with one promise.
+ */
+class InProcessCall implements AsyncIterator<unknown> {
+  readonly #handlers: ReadonlyMap<string, RequestHandler>;
+  readonly #address: string;
+  readonly #payload: unknown;
+  readonly #callerSignal: AbortSignal | undefined;
+  readonly #controller = new AbortController();
+  #iterator: AsyncIterator<unknown> | undefined;
+  #closed = false;
+
+  constructor(handlers: ReadonlyMap<string, RequestHandler>, address: string, payload: unknown, signal: AbortSignal | undefined) {
+    this.#handlers = handlers;
+    this.#address = address;
+    this.#payload = payload;
+    this.#callerSignal = signal;
+  }
+
+  readonly #onCallerAbort = (): void => this.#controller.abort(this.#callerSignal?.reason);
+
+  async next(): Promise<IteratorResult<unknown>> {
+    if (this.#closed) return { done: true, value: undefined };
+    const caller = this.#callerSignal;
+    if (this.#iterator === undefined) {
+      const handler = this.#handlers.get(this.#address);
+      if (!handler) {
+        this.#closed = true;
+        throw new ArmatureError("WORKER_UNAVAILABLE", `no worker serves ${this.#address}`, { retryable: true });
+      }
+      if (caller?.aborted) this.#onCallerAbort();
+      else caller?.addEventListener("abort", this.#onCallerAbort, { once: true });
+      this.#iterator = handler(this.#payload, { signal: this.#controller.signal })[Symbol.asyncIterator]();
+    }
+    if (caller?.aborted) {
+      await this.#cancel();
+      throw caller.reason;
+    }
+    let next: IteratorResult<unknown>;
+    try {
+      next = await this.#iterator.next();
+    } catch (error) {
+      this.#release();
+      throw error;
+    }
+    if (next.done) this.#release();
+    return next;
+  }
+
+  async return(): Promise<IteratorResult<unknown>> {
+    await this.#cancel();
+    return { done: true, value: undefined };
+  }
+
+  #release(): void {
+    this.#closed = true;
+    this.#callerSignal?.removeEventListener("abort", this.#onCallerAbort);
+  }
+
+  /** The caller stopped early (break, return, throw or abort): cancel the handler, then unwind it. */
+  async #cancel(): Promise<void> {
+    if (this.#closed) return;
+    this.#release();
+    if (!this.#controller.signal.aborted) {
+      this.#controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller stopped reading"));
+    }
+    await this.#iterator?.return?.();
   }
 }

@@ -1,0 +1,43 @@
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { test } from "node:test";
+import { isArmatureError } from "../protocol/index.js";
+import { VirtualClock } from "../runtime/index.js";
+import { callSignal } from "./deadline.js";
+
+test("without a deadline a call runs under its caller's own signal", () => {
+  const caller = new AbortController();
+  const { signal } = callSignal(new VirtualClock(), caller.signal, undefined);
+  assert.equal(signal, caller.signal);
+});
+
+test("a call's signal aborts with REQUEST_TIMEOUT when its deadline passes on the clock", async () => {
+  const clock = new VirtualClock();
+  const { signal } = callSignal(clock, new AbortController().signal, 500);
+  await clock.advance(499);
+  assert.equal(signal.aborted, false);
+  await clock.advance(1);
+  assert.ok(isArmatureError(signal.reason) && signal.reason.code === "REQUEST_TIMEOUT", String(signal.reason));
+});
+
+test("a call's signal follows its caller's, with the caller's reason", () => {
+  const caller = new AbortController();
+  const { signal } = callSignal(new VirtualClock(), caller.signal, 500);
+  const reason = new Error("client left");
+  caller.abort(reason);
+  assert.equal(signal.reason, reason);
+  const already = callSignal(new VirtualClock(), caller.signal, 500);
+  assert.equal(already.signal.reason, reason);
+});
+
+test("clearing a call's signal drops its timer and its listener on the caller's signal", async () => {
+  const clock = new VirtualClock();
+  const caller = new AbortController();
+  const { signal, clear } = callSignal(clock, caller.signal, 500);
+  assert.equal(getEventListeners(caller.signal, "abort").length, 1);
+  clear();
+  assert.equal(getEventListeners(caller.signal, "abort").length, 0);
+  assert.equal(clock.pendingTimers, 0);
+  await clock.advance(1000);
+  assert.equal(signal.aborted, false);
+});
