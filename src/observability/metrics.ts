@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, type Metric, Registry } from "prom-client";
+import { BucketHistogram } from "./bucket-histogram.js";
 
 type Labels = Record<string, string | number>;
 
@@ -58,18 +59,13 @@ export class PrometheusMeter implements MetricMeter {
   }
 
   histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): HistogramMetric {
-    const metric = new Histogram({
-      name: this.#prefix + name,
-      help,
-      labelNames,
-      buckets: [...buckets],
-      registers: [this.registry],
-    });
+    const metric = new BucketHistogram({ name: this.#prefix + name, help, labelNames, buckets });
+    this.registry.registerMetric(metric as unknown as Metric);
     return {
       observe: (labels, value) => metric.observe(labels, value),
       bind: (labels) => {
-        const child = metric.labels(labels);
-        return (value) => child.observe(value);
+        const series = metric.series(labels);
+        return (value) => series.observe(value);
       },
     };
   }
