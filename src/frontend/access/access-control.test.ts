@@ -93,6 +93,17 @@ test("a key over its request rate gets 429 type requests with Retry-After; GET /
   assert.equal(later.kind === "denied" && later.denial.headers["retry-after"], "15");
 });
 
+test("counting a message's tokens needs the key but spends none of its quota", () => {
+  const { check } = setup([{ key: ALICE, name: "alice", requestsPerMinute: 1, maxConcurrent: 1 }]);
+  const auth = { authorization: `Bearer ${ALICE}` };
+  assert.equal(check("POST", "/v1/messages/count_tokens").decision.kind, "denied");
+  for (let i = 0; i < 3; i++) granted(check("POST", "/v1/messages/count_tokens", auth).decision);
+  granted(check("POST", "/v1/messages", auth).decision);
+  const { decision } = check("POST", "/v1/messages/count_tokens", auth);
+  granted(decision);
+  assert.equal(check("POST", "/v1/messages", auth).decision.kind, "denied");
+});
+
 test("a concurrency slot is freed when the response closes", () => {
   const { check } = setup([{ key: ALICE, name: "alice", maxConcurrent: 1 }]);
   const auth = { "x-api-key": ALICE };

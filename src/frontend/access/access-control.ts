@@ -35,6 +35,8 @@ export type AccessDecision =
 
 /** Paths served without a key: liveness and health probes come from orchestrators that hold none. */
 const OPEN_PATHS = new Set(["/health", "/live", "/v2/health/live", "/v2/health/ready"]);
+/** POSTs under /v1/ that generate nothing: they need a key where keys are set, and spend no quota. */
+const QUOTA_FREE_PATHS = new Set(["/v1/messages/count_tokens"]);
 
 /**
  * The dashboard's page and its script, style and chart library: they hold no data (a browser's
@@ -93,8 +95,10 @@ export class AccessControl {
   check(req: IncomingMessage, res: ServerResponse, path: string): AccessDecision {
     const open = OPEN_PATHS.has(path) || isDashboardFile(path) || (path === "/metrics" && !this.#metricsRequireKey);
     if (open) return { kind: "open" };
-    // A generation (a POST under /v1/, or KServe's /v2/models/…/infer and generate) spends quota.
-    const generation = req.method === "POST" && (path.startsWith("/v1/") || path.startsWith("/v2/models/"));
+    // A generation (a POST under /v1/, or KServe's /v2/models/…/infer and generate) spends quota;
+    // counting a prompt's tokens generates nothing and spends none (as /tokenize).
+    const generation =
+      req.method === "POST" && (path.startsWith("/v1/") || path.startsWith("/v2/models/")) && !QUOTA_FREE_PATHS.has(path);
     const admission = this.admitKey(presentedKey(req), generation);
     if (admission.kind !== "granted") return admission;
     res.once("close", () => admission.end(res.headersSent ? String(res.statusCode) : "499"));
