@@ -2,6 +2,11 @@
 export interface Tokenizer {
   /** Encodes text; special-token text (e.g. `<|im_end|>`) becomes its token when `special` is set. */
   encode(text: string, options?: { special?: boolean }): number[];
+  /**
+   * As `encode`, without holding the event loop long: where tokenizing is costly, a long text is
+   * tokenized on another thread. Absent where `encode` is cheap at any length.
+   */
+  encodeAsync?(text: string, options?: { special?: boolean }): Promise<number[]>;
   /** Decodes ids to text; incomplete UTF-8 sequences come out as U+FFFD. */
   decode(tokenIds: readonly number[]): string;
   readonly vocabSize: number;

@@ -56,6 +56,12 @@ export class ModelPipeline {
   tokenize(text: string): number[] {
     return this.tokenizer.encode(text, { special: true });
   }
+
+  /** As `tokenize`, but a long prompt does not hold the event loop (see `Tokenizer.encodeAsync`). */
+  tokenizeAsync(text: string): Promise<number[]> {
+    if (this.tokenizer.encodeAsync) return this.tokenizer.encodeAsync(text, { special: true });
+    return Promise.resolve(this.tokenize(text));
+  }
 }
 
 /** One pipeline per served model, built from the first card seen and cached. */

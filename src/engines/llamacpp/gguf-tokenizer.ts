@@ -1,24 +1,35 @@
 import type { LlamaModel, Token } from "node-llama-cpp";
 import type { Tokenizer } from "../tokenizer.js";
 import { llamaRuntime } from "./llama-runtime.js";
+import { TokenizerThread } from "./tokenizer-thread.js";
+
+/**
+ * Texts at least this long are tokenized on another thread: llama.cpp's tokenizer takes about
+ * 0.5 µs a character here, so below this it holds the event loop for a few milliseconds at most.
+ */
+export const OFF_LOOP_CHARACTERS = 8192;
 
 /** The tokenizer of a GGUF model, from llama.cpp. */
 export class GgufTokenizer implements Tokenizer {
   readonly #model: LlamaModel;
+  /** The GGUF file, for the thread that tokenizes long texts; undefined: every text is tokenized here. */
+  readonly #path: string | undefined;
+  #thread: TokenizerThread | undefined;
   #maxTokenBytes: number | undefined;
 
-  private constructor(model: LlamaModel) {
+  private constructor(model: LlamaModel, path: string | undefined) {
     this.#model = model;
+    this.#path = path;
   }
 
-  /** Loads only the vocabulary of the GGUF at `path` (no weights). */
+  /** Loads only the vocabulary of the GGUF at `path` (no weights); long texts are tokenized off the event loop. */
   static async load(path: string): Promise<GgufTokenizer> {
     const llama = await llamaRuntime();
-    return new GgufTokenizer(await llama.loadModel({ modelPath: path, vocabOnly: true }));
+    return new GgufTokenizer(await llama.loadModel({ modelPath: path, vocabOnly: true }), path);
   }
 
   static fromModel(model: LlamaModel): GgufTokenizer {
-    return new GgufTokenizer(model);
+    return new GgufTokenizer(model, undefined);
   }
 
   get vocabSize(): number {
@@ -43,6 +54,50 @@ export class GgufTokenizer implements Tokenizer {
 
   encode(text: string, options: { special?: boolean } = {}): number[] {
     return this.#model.tokenize(text, options.special ?? false) as number[];
+  }
+
+  /**
+   * As `encode`, but a text of `OFF_LOOP_CHARACTERS` or more is tokenized on a worker thread that
+   * holds the same vocabulary, so the streams this process serves keep flowing meanwhile. The first
+   * long text starts the thread; until it is ready (seconds), and should it fail (a process warning
+   * says why), long texts are tokenized here as short ones are.
+   */
+  async encodeAsync(text: string, options: { special?: boolean } = {}): Promise<number[]> {
+    if (text.length < OFF_LOOP_CHARACTERS || this.#path === undefined) return this.encode(text, options);
+    const thread = this.#startThread();
+    if (!thread.ready) return this.encode(text, options);
+    try {
+      return await thread.encode(text, options.special ?? false);
+    } catch (error) {
+      if (!thread.failure) throw error;
+      return this.encode(text, options);
+    }
+  }
+
+  /** Resolves true once long texts go to the tokenizing thread (starting it), false where they cannot. */
+  async offLoopReady(): Promise<boolean> {
+    if (this.#path === undefined) return false;
+    try {
+      await this.#startThread().started();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  #startThread(): TokenizerThread {
+    if (this.#thread) return this.#thread;
+    const thread = new TokenizerThread(this.#path as string);
+    thread.started().catch((error: Error) => {
+      process.emitWarning(`long prompts are tokenized on the event loop: ${error.message}`, "ArmatureWarning");
+    });
+    this.#thread = thread;
+    return thread;
+  }
+
+  /** Stops the tokenizing thread, if one started. */
+  async close(): Promise<void> {
+    await this.#thread?.close();
   }
 
   /** Special tokens decode to nothing, as with vLLM's `skip_special_tokens`. */

@@ -61,7 +61,7 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
     options.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const tokenIds = promptTokens(request, pipeline);
+    const tokenIds = await promptTokens(request, pipeline);
     const generation = await startGeneration(deps.router, {
       pipeline,
       tokenIds,
@@ -110,9 +110,9 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
 }
 
 /** `text_input`'s tokens, as `/v1/completions` tokenizes a string prompt; a surely too long one is refused first. */
-export function promptTokens(request: LlmRequest, pipeline: ModelPipeline): number[] {
+export function promptTokens(request: LlmRequest, pipeline: ModelPipeline): Promise<number[]> {
   refuseIfSurelyTooLong([request.textInput], pipeline, "text_input");
-  return pipeline.tokenize(request.textInput);
+  return pipeline.tokenizeAsync(request.textInput);
 }
 
 /** The text and finish reason of a whole generation, for the responses that are not streamed. */

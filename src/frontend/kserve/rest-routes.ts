@@ -98,7 +98,7 @@ function kserveGenerationApi(route: Extract<KserveRoute, { kind: "infer" | "gene
       }
       return request;
     },
-    prepare: (request, pipeline) => ({ tokenIds: promptTokens(request, pipeline), params: request.params }),
+    prepare: async (request, pipeline) => ({ tokenIds: await promptTokens(request, pipeline), params: request.params }),
     respond: (request, generation, { res, headers }) => {
       if (route.kind === "infer") return inferResponse(request, generation, res, headers);
       return route.stream

@@ -50,14 +50,18 @@ function completionsApi(
   return {
     endpoint: kind === "chat" ? "chat_completions" : "completions",
     parse: (raw) => ({ params: kind === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw) }),
-    prepare: ({ params: request }, pipeline) => {
+    prepare: async ({ params: request }, pipeline) => {
       const toolPlan = toolPlanFor(request, pipeline, deps.toolCallParser);
-      const tokenIds = promptTokens(request, pipeline);
+      const prompt = promptOf(request, pipeline);
+      const tokenIds = typeof prompt === "string" ? await pipeline.tokenizeAsync(prompt) : prompt;
       const choicePlan = planChoices(
         request,
         pipeline,
         tokenIds,
-        (prompt) => promptTokens({ ...request, prompt } as CompletionRequest, pipeline),
+        (batchPrompt) => {
+          const each = promptOf({ ...request, prompt: batchPrompt } as CompletionRequest, pipeline);
+          return typeof each === "string" ? pipeline.tokenize(each) : each;
+        },
         toolPlan.mode !== "text",
       );
       return {
@@ -139,18 +143,19 @@ function toolPlanFor(
   return plan;
 }
 
-function promptTokens(request: ChatRequest | CompletionRequest, pipeline: ModelPipeline): number[] {
+/** The prompt's text to tokenize (a chat's rendered through the template), or its token ids as sent. */
+function promptOf(request: ChatRequest | CompletionRequest, pipeline: ModelPipeline): string | number[] {
   if (request.kind === "chat") {
     refuseIfSurelyTooLong(
       request.messages.map((m) => m.content),
       pipeline,
       "messages",
     );
-    return pipeline.tokenize(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
+    return pipeline.renderChat(request.messages, { tools: request.tools?.tools });
   }
   if ("text" in request.prompt) {
     refuseIfSurelyTooLong([request.prompt.text], pipeline, "prompt");
-    return pipeline.tokenize(request.prompt.text);
+    return request.prompt.text;
   }
   const vocab = pipeline.tokenizer.vocabSize;
   const bad = request.prompt.tokenIds.find((t) => t >= vocab);

@@ -53,7 +53,7 @@ export async function handleEmbeddings(
     deps.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const inputs = inputTokens(request.input, pipeline);
+    const inputs = await inputTokens(request.input, pipeline);
     const promptTokens = inputs.reduce((sum, input) => sum + input.length, 0);
     const result = await embedAll(
       deps.router,
@@ -110,12 +110,13 @@ export async function handleEmbeddings(
  * equals `POST /tokenize`'s count), token ids checked against the vocabulary; every input must fit
  * the model's context (400 naming `input` otherwise).
  */
-function inputTokens(input: EmbeddingsInput, pipeline: ModelPipeline): number[][] {
+async function inputTokens(input: EmbeddingsInput, pipeline: ModelPipeline): Promise<number[][]> {
   const context = pipeline.card.contextLength;
   let inputs: number[][];
   if (input.kind === "texts") {
     for (const text of input.texts) refuseIfSurelyTooLong([text], pipeline, "input");
-    inputs = input.texts.map((text) => pipeline.tokenize(text));
+    inputs = [];
+    for (const text of input.texts) inputs.push(await pipeline.tokenizeAsync(text));
   } else {
     const vocab = pipeline.tokenizer.vocabSize;
     for (const [index, tokens] of input.tokens.entries()) {

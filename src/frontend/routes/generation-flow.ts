@@ -66,7 +66,7 @@ export interface GenerationApi<
    * on this model (the request's, or with a constraint its tools need), with whatever else the
    * API's answer needs to know of them.
    */
-  prepare(request: Request, pipeline: ModelPipeline): Prepared;
+  prepare(request: Request, pipeline: ModelPipeline): Prepared | Promise<Prepared>;
   /**
    * Starts generating; resolves once the first worker answered. Default: one generation of the
    * prepared prompt (the completion routes start several for `n` and prompt batches).
@@ -130,7 +130,7 @@ export async function serveGeneration<
     deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": params.model });
     const pipeline = await deps.pipelines.get(params.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const prepared = api.prepare(request, pipeline);
+    const prepared = await api.prepare(request, pipeline);
     const tokenIds = prepared.tokenIds;
     const input: GenerationInput = {
       pipeline,

@@ -25,13 +25,17 @@ import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGenerati
 export const ANTHROPIC_PATHS: readonly string[] = ["/v1/messages", "/v1/messages/count_tokens"];
 
 /** The messages' prompt tokens, exactly as a chat completion of them (and the tools) renders and tokenizes them. */
-function promptTokens(messages: readonly ChatMessage[], tools: ToolRequest | undefined, pipeline: ModelPipeline): number[] {
+function promptTokens(
+  messages: readonly ChatMessage[],
+  tools: ToolRequest | undefined,
+  pipeline: ModelPipeline,
+): Promise<number[]> {
   refuseIfSurelyTooLong(
     messages.map((m) => m.content),
     pipeline,
     "messages",
   );
-  return pipeline.tokenize(pipeline.renderChat(messages, { tools: tools?.tools }));
+  return pipeline.tokenizeAsync(pipeline.renderChat(messages, { tools: tools?.tools }));
 }
 
 /** The Messages side of one request; the tool plan is decided once the model is known. */
@@ -40,7 +44,7 @@ function messagesApi(toolCallParser: ToolCallParserName | undefined): Generation
   return {
     endpoint: "messages",
     parse: parseMessagesRequest,
-    prepare: (request, pipeline) => {
+    prepare: async (request, pipeline) => {
       plan = planToolCalls(request.tools, pipeline.card, toolCallParser);
       if (plan.mode === "constrained" && request.params.constraint) {
         throw new ArmatureError(
@@ -50,7 +54,7 @@ function messagesApi(toolCallParser: ToolCallParserName | undefined): Generation
         );
       }
       const params = plan.mode === "constrained" ? { ...request.params, constraint: plan.constraint } : request.params;
-      return { tokenIds: promptTokens(request.messages, request.tools, pipeline), params };
+      return { tokenIds: await promptTokens(request.messages, request.tools, pipeline), params };
     },
     respond: (request, generation, reply) => {
       const idn = { id: `msg_${reply.requestId.replaceAll("-", "")}`, model: request.params.model };
@@ -86,7 +90,7 @@ export async function handleCountTokens(
     const request = parseCountTokensRequest(await readJsonBody(req, deps.bodyLimitBytes));
     deps.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
-    sendJson(res, 200, { input_tokens: promptTokens(request.messages, request.tools, pipeline).length }, headers);
+    sendJson(res, 200, { input_tokens: (await promptTokens(request.messages, request.tools, pipeline)).length }, headers);
   } catch (error) {
     const http = toHttpError(error);
     if (http.status >= 500) deps.logger.error({ err: error, requestId }, "count_tokens failed");

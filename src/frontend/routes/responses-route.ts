@@ -27,7 +27,7 @@ function responsesApi(toolCallParser: ToolCallParserName | undefined): Generatio
   return {
     endpoint: "responses",
     parse: parseResponsesRequest,
-    prepare: (request, pipeline) => {
+    prepare: async (request, pipeline) => {
       refuseIfSurelyTooLong(
         request.messages.map((m) => m.content),
         pipeline,
@@ -48,7 +48,7 @@ function responsesApi(toolCallParser: ToolCallParserName | undefined): Generatio
           { param: "tool_choice" },
         );
       }
-      const tokenIds = pipeline.tokenize(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
+      const tokenIds = await pipeline.tokenizeAsync(pipeline.renderChat(request.messages, { tools: request.tools?.tools }));
       refuseOverBudget(tokenIds.length, request.params.maxTokens, pipeline.card.contextLength);
       const params = plan.mode === "constrained" ? { ...request.params, constraint: plan.constraint } : request.params;
       return { tokenIds, params };

@@ -29,7 +29,7 @@ export function handleTokenize(
   return answer(req, res, requestId, deps, async (raw) => {
     const request = parseTokenizeRequest(raw);
     const pipeline = await pipelineFor(request.model, deps);
-    const tokens = tokenize(request, pipeline);
+    const tokens = await tokenize(request, pipeline);
     return { count: tokens.length, max_model_len: pipeline.card.contextLength, tokens };
   });
 }
@@ -56,9 +56,9 @@ export function handleDetokenize(
 }
 
 /** The same prompt tokens `POST /v1/completions` and `POST /v1/chat/completions` generate from. */
-function tokenize(request: TokenizeRequest, pipeline: ModelPipeline): number[] {
-  if (request.kind === "text") return pipeline.tokenize(request.prompt);
-  return pipeline.tokenize(
+function tokenize(request: TokenizeRequest, pipeline: ModelPipeline): Promise<number[]> {
+  if (request.kind === "text") return pipeline.tokenizeAsync(request.prompt);
+  return pipeline.tokenizeAsync(
     pipeline.renderChat(request.messages, { addGenerationPrompt: request.addGenerationPrompt, tools: request.tools }),
   );
 }
