@@ -4,6 +4,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from "n
 import type { AddressInfo } from "node:net";
 import {
   type Logger,
+  lazyChild,
   type MetricMeter,
   noTracing,
   RequestTrace,
@@ -221,7 +222,7 @@ export class Frontend {
       router: this.#o.router,
       pipelines: this.#pipelines,
       metrics: this.#metrics,
-      logger: this.#log.child(grant ? { keyName: grant.keyName, traceId: trace.traceId } : { traceId: trace.traceId }),
+      logger: lazyChild(this.#log, grant ? { keyName: grant.keyName, traceId: trace.traceId } : { traceId: trace.traceId }),
       trace,
       access: grant,
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,

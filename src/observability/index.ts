@@ -1,5 +1,5 @@
 export type { Logger, LoggerOptions } from "./logger.js";
-export { createLogger, silentLogger } from "./logger.js";
+export { createLogger, lazyChild, silentLogger } from "./logger.js";
 export type { CounterMetric, GaugeMetric, HistogramMetric, MetricMeter } from "./metrics.js";
 export { PrometheusMeter } from "./metrics.js";
 export type { SpanAttributes, SpanOptions, TraceContext, TraceSpan, Tracing, TracingOptions } from "./tracing.js";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger, RequestTrace } from "../../observability/index.js";
+import { type Logger, lazyChild, type RequestTrace } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
@@ -100,7 +100,7 @@ export async function serveGeneration<
   deps: GenerationRouteDeps,
 ): Promise<void> {
   const endpoint = api.endpoint;
-  const log = deps.logger.child({ requestId, endpoint });
+  const log = lazyChild(deps.logger, { requestId, endpoint });
   const baseHeaders: Record<string, string> = { "x-request-id": requestId };
   let timer: RequestTimer | undefined;
   let stream = false;

@@ -57,6 +57,24 @@ export function eventPlaneContract(name: string, makeFixture: () => Promise<Even
       assert.deepEqual(got, [1]);
     }));
 
+  test(`${name}: a subscription made after a subject was published on hears its later messages`, () =>
+    withFixture(async ({ events }) => {
+      const early: unknown[] = [];
+      const late: unknown[] = [];
+      events.subscribe("load.>", (p) => early.push(p));
+      await events.publish("load.w1", 1);
+      await waitFor(() => early.length === 1);
+      const stop = events.subscribe("load.*", (p) => late.push(p));
+      if ("flush" in events) await (events as { flush(): Promise<void> }).flush();
+      await events.publish("load.w1", 2);
+      await waitFor(() => early.length === 2 && late.length === 1);
+      stop();
+      await events.publish("load.w1", 3);
+      await waitFor(() => early.length === 3);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual([early, late], [[1, 2, 3], [2]]);
+    }));
+
   test(`${name}: payloads with bigint hashes arrive intact`, () =>
     withFixture(async ({ events }) => {
       const got: unknown[] = [];

@@ -12,6 +12,8 @@ interface Subscription {
  */
 export class MemoryEventPlane implements EventPlane {
   readonly #subscriptions = new Set<Subscription>();
+  /** The subscriptions each subject published so far matches; cleared when subscriptions change. */
+  readonly #targets = new Map<string, Subscription[]>();
   readonly #onHandlerError: (error: unknown, subject: string) => void;
 
   constructor(options: { onHandlerError?: (error: unknown, subject: string) => void } = {}) {
@@ -19,10 +21,15 @@ export class MemoryEventPlane implements EventPlane {
   }
 
   async publish(subject: string, payload: unknown): Promise<void> {
-    const targets = [...this.#subscriptions].filter((s) => subjectMatches(s.pattern, subject));
+    let targets = this.#targets.get(subject);
+    if (!targets) {
+      targets = [...this.#subscriptions].filter((s) => subjectMatches(s.pattern, subject));
+      this.#targets.set(subject, targets);
+    }
     if (targets.length === 0) return;
+    const matched = targets;
     queueMicrotask(() => {
-      for (const sub of targets) {
+      for (const sub of matched) {
         if (!this.#subscriptions.has(sub)) continue;
         try {
           sub.handler(payload, subject);
@@ -36,10 +43,15 @@ export class MemoryEventPlane implements EventPlane {
   subscribe(subject: string, handler: (payload: unknown, subject: string) => void): Unsubscribe {
     const sub: Subscription = { pattern: subject, handler };
     this.#subscriptions.add(sub);
-    return () => this.#subscriptions.delete(sub);
+    this.#targets.clear();
+    return () => {
+      this.#subscriptions.delete(sub);
+      this.#targets.clear();
+    };
   }
 
   async close(): Promise<void> {
     this.#subscriptions.clear();
+    this.#targets.clear();
   }
 }
