@@ -11,7 +11,15 @@ export interface ClusterServers {
 }
 
 export async function startClusterServers(options: { jetStreamDir?: string } = {}): Promise<ClusterServers> {
-  const [nats, etcd] = await Promise.all([startNatsServer(undefined, "127.0.0.1", options.jetStreamDir), startEtcd()]);
+  const started = await Promise.allSettled([startNatsServer(undefined, "127.0.0.1", options.jetStreamDir), startEtcd()]);
+  const [natsStart, etcdStart] = started;
+  if (natsStart.status === "rejected" || etcdStart.status === "rejected") {
+    // Stop the one that did start: a server left running keeps the test file's process alive.
+    await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
+    throw natsStart.status === "rejected" ? natsStart.reason : (etcdStart as PromiseRejectedResult).reason;
+  }
+  const nats = natsStart.value;
+  const etcd = etcdStart.value;
   return {
     nats,
     etcd,

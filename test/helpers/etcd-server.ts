@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
@@ -36,12 +36,38 @@ export interface EtcdTls {
   readonly clientKeyFile?: string;
 }
 
+/**
+ * Starts etcd (Debian's package) and waits until its /health answers. Without a `layout`, the
+ * ports are chosen free and, should etcd exit at once (another process took a port between the
+ * choice and etcd's bind), chosen again, up to three times; the error says what etcd printed.
+ */
 export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options: { tls?: EtcdTls } = {}): Promise<EtcdServer> {
   if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
-  const client = layout?.client ?? (await freePort());
-  const peer = layout?.peer ?? (await freePort());
-  const dataDir = layout?.dataDir ?? (await mkdtemp(join(tmpdir(), "armature-etcd-")));
-  const tls = options.tls;
+  if (layout) return startEtcdOn(layout, host, options.tls);
+  const dataDir = await mkdtemp(join(tmpdir(), "armature-etcd-"));
+  for (let attempt = 1; ; attempt++) {
+    const client = await freePort();
+    let peer = await freePort();
+    while (peer === client) peer = await freePort();
+    try {
+      return await startEtcdOn({ client, peer, dataDir }, host, options.tls);
+    } catch (error) {
+      await rm(`${dataDir}.log`, { force: true });
+      if (attempt >= 3 || !(error instanceof EtcdExited)) {
+        await rm(dataDir, { recursive: true, force: true });
+        throw error;
+      }
+    }
+  }
+}
+
+/** etcd exited before it answered its health check. */
+class EtcdExited extends Error {}
+
+async function startEtcdOn(layout: EtcdLayout, host: string, tls: EtcdTls | undefined): Promise<EtcdServer> {
+  const { client, peer, dataDir } = layout;
+  const logPath = `${dataDir}.log`;
+  const logFd = openSync(logPath, "w");
   const scheme = tls ? "https" : "http";
   const tlsFlags = tls
     ? [
@@ -54,7 +80,7 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
       ]
     : [];
   const child: ChildProcess = spawn(
-    ETCD_BINARY,
+    ETCD_BINARY as string,
     [
       "--name",
       "armature-test",
@@ -72,8 +98,10 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
       `armature-test=http://127.0.0.1:${peer}`,
       ...tlsFlags,
     ],
-    { stdio: "ignore" },
+    // Its log (standard error) goes to a file beside the data, for the error when it exits at once.
+    { stdio: ["ignore", "ignore", logFd] },
   );
+  closeSync(logFd);
   const deadline = Date.now() + 20_000;
   const healthy = tls
     ? () => httpsHealthy(`https://${host}:${client}/health`, tls)
@@ -84,7 +112,14 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error("etcd did not become healthy");
+    if (child.exitCode !== null) {
+      const printed = (await readFile(logPath, "utf8").catch(() => "")).trim().split("\n").at(-1) ?? "";
+      throw new EtcdExited(`etcd exited (code ${child.exitCode}) before it became healthy: ${printed}`);
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error("etcd did not become healthy in 20 s");
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
@@ -96,7 +131,7 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
         process.kill(child.pid as number, "SIGTERM");
         await once(child, "exit");
       }
-      if (!options.keepData) await rm(dataDir, { recursive: true, force: true });
+      if (!options.keepData) await Promise.all([rm(dataDir, { recursive: true, force: true }), rm(logPath, { force: true })]);
     },
   };
 }

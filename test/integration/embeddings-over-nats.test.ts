@@ -16,10 +16,18 @@ let env: NodeJS.ProcessEnv;
 
 before(async () => {
   env = { ARMATURE_CACHE_DIR: await mkdtemp(join(tmpdir(), "armature-embeddings-nats-")) };
-  [servers, reference] = await Promise.all([startClusterServers(), startServe(["--context-size", "256"], env)]);
+  const [clusterStart, serveStart] = await Promise.allSettled([
+    startClusterServers(),
+    startServe(["--context-size", "256"], env),
+  ]);
+  if (clusterStart.status === "fulfilled") servers = clusterStart.value;
+  if (serveStart.status === "fulfilled") reference = serveStart.value;
+  if (clusterStart.status === "rejected") throw clusterStart.reason;
+  if (serveStart.status === "rejected") throw serveStart.reason;
 });
 after(async () => {
-  await Promise.all([servers.stop(), reference.stop()]);
+  // Whatever started is stopped, even when the other failed to: a process left running hangs the suite.
+  await Promise.all([servers?.stop(), reference?.stop()]);
 });
 
 async function embed(url: string, input: string[]): Promise<{ vectors: number[][]; worker: string | null }> {

@@ -1,4 +1,4 @@
-import type { Logger } from "../../observability/index.js";
+import { type Logger, lazyChild } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
@@ -45,7 +45,7 @@ export interface LlmRunOptions {
  * before or during the response; the caller turns it into its protocol's error.
  */
 export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): Promise<void> {
-  const log = deps.logger.child({ requestId: options.requestId, endpoint: options.endpoint });
+  const log = lazyChild(deps.logger, { requestId: options.requestId, endpoint: options.endpoint });
   const arrivedAt = performance.now();
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(options.signal.reason);

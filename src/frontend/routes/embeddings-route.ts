@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { lazyChild } from "../../observability/index.js";
 import { ArmatureError, decodeEmbedding } from "../../protocol/index.js";
 import { embedAll } from "../embedding-flow.js";
 import type { RequestTimer } from "../frontend-metrics.js";
@@ -27,7 +28,7 @@ export async function handleEmbeddings(
   requestId: string,
   deps: EmbeddingsRouteDeps,
 ): Promise<void> {
-  const log = deps.logger.child({ requestId, endpoint: "embeddings" });
+  const log = lazyChild(deps.logger, { requestId, endpoint: "embeddings" });
   const headers: Record<string, string> = { "x-request-id": requestId };
   const arrivedAt = performance.now();
   const controller = new AbortController();
