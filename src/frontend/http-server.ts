@@ -338,6 +338,7 @@ export class Frontend {
       bodyLimitBytes: this.#o.bodyLimitBytes ?? 8 * 1024 * 1024,
       requestTimeoutMs: this.#o.requestTimeoutMs,
       migrationLimit: this.#o.migrationLimit ?? 3,
+      tracing: this.#o.tracing,
     };
   }
 

@@ -46,10 +46,18 @@ export class KserveGrpcClient {
     this.#client = new Service(`127.0.0.1:${port}`, credentials.createInsecure());
   }
 
-  unary(method: string, request: unknown, key: string | null): Promise<Record<string, unknown>> {
+  /** Calls a unary method; `extra` is more metadata to send (a `traceparent`, say). */
+  unary(
+    method: string,
+    request: unknown,
+    key: string | null,
+    extra: Readonly<Record<string, string>> = {},
+  ): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
       const call = this.#client[method] as (r: unknown, m: Metadata, cb: Callback) => void;
-      call.call(this.#client, request, metadataFor(key), (error, response) => (error ? reject(error) : resolve(response)));
+      const metadata = metadataFor(key);
+      for (const [name, value] of Object.entries(extra)) metadata.set(name, value);
+      call.call(this.#client, request, metadata, (error, response) => (error ? reject(error) : resolve(response)));
     });
   }
 

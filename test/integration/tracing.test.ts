@@ -4,6 +4,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
+import { freePort, KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
 
 // Frontend and workers as separate processes over a real nats-server and etcd, each exporting its
@@ -21,6 +22,7 @@ const SPLIT_TRACE = "0af7651916cd43dd8448eb211c80319c";
 const SPLIT_SPAN = "b7ad6b7169203331";
 const MIGRATED_TRACE = "6bf92f3577b34da6a3ce929d0e0e4738";
 const MESSAGES_TRACE = "7bf92f3577b34da6a3ce929d0e0e4739";
+const GRPC_TRACE = "8bf92f3577b34da6a3ce929d0e0e473a";
 let migration: { first: string; survivor: string } | undefined;
 let messagesTraceHeader: string | null = null;
 
@@ -42,7 +44,7 @@ before(async () => {
   const slow = ["worker", ...cluster, "--model-name", "mig", "--speedup-ratio", "2"];
   const migrating = [await startArmature(slow), await startArmature(slow)];
   processes.push(...migrating);
-  const frontend = await startArmature(["frontend", ...cluster, "--port", "0"]);
+  const frontend = await startArmature(["frontend", ...cluster, "--port", "0", "--grpc-port", String(await freePort())]);
   processes.push(frontend);
   await waitForInstances(frontend.url, 5);
   const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -72,6 +74,22 @@ before(async () => {
     )
     .withResponse();
   messagesTraceHeader = messageResponse.headers.get("x-armature-trace-id");
+  // KServe's gRPC ModelInfer, its trace context in the call's metadata.
+  const grpcPort = Number(/"grpc_port":(\d+)/.exec(await (await fetch(`${frontend.url}/health`)).text())?.[1]);
+  const grpc = new KserveGrpcClient("open_inference_grpc.proto", grpcPort);
+  await grpc.unary(
+    "ModelInfer",
+    {
+      model_name: "agg",
+      inputs: [
+        { name: "text_input", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from("trace me by gRPC")] } },
+      ],
+      parameters: { max_tokens: { int64_param: 4 }, ignore_eos: { bool_param: true } },
+    },
+    null,
+    { traceparent: `00-${GRPC_TRACE}-${CLIENT_SPAN}-01` },
+  );
+  grpc.close();
   // A worker killed mid-stream: the stream moves to the other, which joins the same trace.
   const { data: stream, response } = await client.completions
     .create(
@@ -220,6 +238,15 @@ test("a stream moved to another worker mid-way: the new worker's spans join the 
   assert.equal(decode?.attributes["armature.worker_id"], migration.survivor);
   assert.equal(decode?.parentSpanId, route.spanId);
   assert.equal(spans.find((s) => s.name === "finish")?.attributes["gen_ai.usage.output_tokens"], 40);
+});
+
+test("KServe gRPC ModelInfer is traced the same way: its spans under the client's traceparent metadata, the worker's under route", () => {
+  const spans = spansOf(GRPC_TRACE);
+  assert.deepEqual([...spans.keys()].sort(), ["admit", "decode", "finish", "prefill", "route"]);
+  assert.equal(span(spans, "admit").attributes["armature.endpoint"], "kserve_infer");
+  assert.equal(span(spans, "admit").parentSpanId, CLIENT_SPAN);
+  assert.equal(span(spans, "decode").parentSpanId, span(spans, "route").spanId);
+  assert.equal(span(spans, "finish").attributes["gen_ai.usage.output_tokens"], 4);
 });
 
 test("POST /v1/messages is traced the same way: its spans under the client's, the worker's under route", () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Metadata, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from "@grpc/grpc-js";
+import { noTracing, RequestTrace, type TraceContext, traceContextFromHeaders } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { RequestGrant } from "../access/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
@@ -141,10 +142,12 @@ async function infer(
   const admission = context.admit(metadata, true);
   if (admission.kind === "denied") return admission.error;
   const requestId = requestIdOf(metadata);
+  const trace = new RequestTrace(context.deps.tracing ?? noTracing, traceContextFromMetadata(metadata));
   try {
     await runLlmRequest(context.deps, {
       endpoint: "kserve_infer",
       requestId,
+      trace,
       access: admission.grant,
       signal: AbortSignal.any([cancelled, context.shutdown]),
       parse: () => {
@@ -221,6 +224,15 @@ function callOnCancel(call: {
     ).unref();
   }
   return controller.signal;
+}
+
+/** W3C trace context from the call's `traceparent` and `tracestate` metadata, as HTTP headers carry it. */
+function traceContextFromMetadata(metadata: Metadata): TraceContext | undefined {
+  const text = (key: string): string | undefined => {
+    const values = metadata.get(key).filter((v): v is string => typeof v === "string");
+    return values.length > 0 ? values.join(",") : undefined;
+  };
+  return traceContextFromHeaders({ traceparent: text("traceparent"), tracestate: text("tracestate") });
 }
 
 function requestIdOf(metadata: Metadata): string {

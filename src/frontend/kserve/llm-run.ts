@@ -1,4 +1,4 @@
-import { type Logger, lazyChild } from "../../observability/index.js";
+import { type Logger, lazyChild, type RequestTrace, type Tracing } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
@@ -20,6 +20,8 @@ export interface KserveDeps {
   /** The request's deadline from arrival (`--request-timeout`); undefined: none. */
   readonly requestTimeoutMs?: number | undefined;
   readonly migrationLimit: number;
+  /** Where the gRPC calls' spans go (`--otlp-endpoint`); absent: not exported. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export interface LlmRunOptions {
@@ -29,6 +31,8 @@ export interface LlmRunOptions {
   readonly access?: RequestGrant | undefined;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
+  /** The call's trace (under the client's `traceparent` metadata when it sent a valid one). */
+  readonly trace?: RequestTrace | undefined;
   /** Called when the deadline passes, after the generation was cancelled. */
   readonly onDeadline?: (() => void) | undefined;
   /** Reads and checks the request; its errors are counted like any other. */
@@ -59,6 +63,11 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
     const request = await options.parse();
     streaming = request.streaming;
     options.access?.checkModel(request.model);
+    options.trace?.begin({
+      "armature.request_id": options.requestId,
+      "armature.endpoint": options.endpoint,
+      "gen_ai.request.model": request.model,
+    });
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const tokenIds = await promptTokens(request, pipeline);
@@ -70,6 +79,7 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
       observer: timer,
       migrationLimit: deps.migrationLimit,
+      trace: options.trace,
       onMigrate: (from, to, generated) => {
         deps.metrics.migrations.inc({ model: request.model });
         log.warn({ from, to, generated }, "worker failed mid-stream; request moved to another worker");
@@ -92,8 +102,17 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
       hostCachedTokens: end?.hostCachedTokens,
     });
+    options.trace?.finished({
+      finishReason: end?.finishReason,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
+    });
   } catch (error) {
     const http = toHttpError(error);
+    options.trace?.begin({ "armature.request_id": options.requestId, "armature.endpoint": options.endpoint });
+    options.trace?.finished({ status: http.status, error });
     if (http.status >= 500) log.error({ err: error }, "request failed");
     else log.info({ status: http.status, message: http.body.error.message }, "request rejected");
     (timer ?? deps.metrics.startRequest("unknown")).finish({
