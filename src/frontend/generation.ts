@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { RequestTrace } from "../observability/index.js";
+import type { RequestTrace, RequestOutcome as TraceOutcome } from "../observability/index.js";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
 import { refuseUnservableParams } from "./engine-support.js";
@@ -37,6 +37,18 @@ export type GenerationEvent =
 
 /** The last event of a generation. */
 export type GenerationEnd = Extract<GenerationEvent, { type: "end" }>;
+
+/** What a request's trace records of how its generation ended (cut short: why, from its abort reason). */
+export function traceOutcome(end: GenerationEnd | undefined, abortReason: unknown): TraceOutcome {
+  const usage = end?.usage;
+  return {
+    finishReason: end?.finishReason,
+    promptTokens: usage?.prompt_tokens,
+    completionTokens: usage?.completion_tokens,
+    cachedTokens: usage?.prompt_tokens_details.cached_tokens,
+    error: usage ? undefined : (abortReason ?? "the response ended without a result"),
+  };
+}
 
 /** Hooks for latency metrics, called as token deltas arrive from the worker. */
 export interface GenerationObserver {

@@ -30,6 +30,20 @@ export async function startClusterServers(options: { jetStreamDir?: string } = {
   };
 }
 
+/**
+ * A cluster and something else (an `armature serve` to compare with, say) started side by side;
+ * should either fail to start, the other is stopped before the error is thrown: a process left
+ * running would keep the test file's process, and so the whole suite, from ending.
+ */
+export async function startClusterBeside<T extends { stop(): Promise<unknown> }>(
+  other: () => Promise<T>,
+): Promise<[ClusterServers, T]> {
+  const [cluster, beside] = await Promise.allSettled([startClusterServers(), other()]);
+  if (cluster.status === "fulfilled" && beside.status === "fulfilled") return [cluster.value, beside.value];
+  await Promise.all([cluster, beside].map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
+  throw cluster.status === "rejected" ? cluster.reason : (beside as PromiseRejectedResult).reason;
+}
+
 /** The instances a frontend's `/health` lists. */
 export async function healthInstances(frontendUrl: string): Promise<{ id: string; role: string }[]> {
   return ((await (await fetch(`${frontendUrl}/health`)).json()) as { instances: { id: string; role: string }[] }).instances;

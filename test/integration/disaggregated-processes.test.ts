@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
-import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
+import { type ClusterServers, startClusterBeside, waitForInstances } from "../helpers/cluster-servers.js";
 
 // Prefill worker, decode worker and frontend as separate processes over nats-server and etcd, with
 // the KV moving between the worker processes through their transfer agents.
@@ -28,19 +28,12 @@ async function complete(url: string, prompt: string): Promise<{ text: string; pr
 
 before(async () => {
   env = { ARMATURE_CACHE_DIR: await mkdtemp(join(tmpdir(), "armature-disagg-proc-")) };
-  const [clusterStart, serveStart] = await Promise.allSettled([
-    startClusterServers(),
-    startServe(["--context-size", "256"], env),
-  ]);
-  if (clusterStart.status === "fulfilled") servers = clusterStart.value;
-  if (serveStart.status === "fulfilled") reference = serveStart.value;
-  if (clusterStart.status === "rejected") throw clusterStart.reason;
-  if (serveStart.status === "rejected") throw serveStart.reason;
+  [servers, reference] = await startClusterBeside(() => startServe(["--context-size", "256"], env));
   expected = [];
   for (const p of prompts) expected.push((await complete(reference.url, p)).text);
 });
 after(async () => {
-  // Whatever started is stopped, even when the other failed to: a process left running hangs the suite.
+  // Neither is set when the start failed (startClusterBeside stopped what had started).
   await Promise.all([servers?.stop(), reference?.stop()]);
 });
 

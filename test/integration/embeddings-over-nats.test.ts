@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
-import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
+import { type ClusterServers, startClusterBeside, waitForInstances } from "../helpers/cluster-servers.js";
 
 // POST /v1/embeddings with the frontend and a llama.cpp worker in separate processes, over a real
 // nats-server and etcd: the vectors are those `armature serve` (one process) gives for the same model.
@@ -16,17 +16,10 @@ let env: NodeJS.ProcessEnv;
 
 before(async () => {
   env = { ARMATURE_CACHE_DIR: await mkdtemp(join(tmpdir(), "armature-embeddings-nats-")) };
-  const [clusterStart, serveStart] = await Promise.allSettled([
-    startClusterServers(),
-    startServe(["--context-size", "256"], env),
-  ]);
-  if (clusterStart.status === "fulfilled") servers = clusterStart.value;
-  if (serveStart.status === "fulfilled") reference = serveStart.value;
-  if (clusterStart.status === "rejected") throw clusterStart.reason;
-  if (serveStart.status === "rejected") throw serveStart.reason;
+  [servers, reference] = await startClusterBeside(() => startServe(["--context-size", "256"], env));
 });
 after(async () => {
-  // Whatever started is stopped, even when the other failed to: a process left running hangs the suite.
+  // Neither is set when the start failed (startClusterBeside stopped what had started).
   await Promise.all([servers?.stop(), reference?.stop()]);
 });
 

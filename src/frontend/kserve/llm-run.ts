@@ -3,7 +3,7 @@ import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
 import type { FrontendMetrics, RequestOutcome, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
+import { type Generation, type GenerationEnd, startGeneration, traceOutcome } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
@@ -102,13 +102,7 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
       hostCachedTokens: end?.hostCachedTokens,
     });
-    options.trace?.finished({
-      finishReason: end?.finishReason,
-      promptTokens: usage?.prompt_tokens,
-      completionTokens: usage?.completion_tokens,
-      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
-      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
-    });
+    options.trace?.finished(traceOutcome(end, controller.signal.reason));
   } catch (error) {
     const http = toHttpError(error);
     options.trace?.begin({ "armature.request_id": options.requestId, "armature.endpoint": options.endpoint });

@@ -4,7 +4,7 @@ import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { RequestGrant } from "../access/index.js";
 import type { FrontendMetrics, RequestOutcome, RequestTimer } from "../frontend-metrics.js";
-import { type Generation, type GenerationEnd, type GenerationInput, startGeneration } from "../generation.js";
+import { type Generation, type GenerationEnd, type GenerationInput, startGeneration, traceOutcome } from "../generation.js";
 import { type HttpError, toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
@@ -170,13 +170,7 @@ export async function serveGeneration<
       cachedTokens: usage?.prompt_tokens_details.cached_tokens,
       hostCachedTokens: end?.hostCachedTokens,
     });
-    deps.trace?.finished({
-      finishReason: end?.finishReason,
-      promptTokens: usage?.prompt_tokens,
-      completionTokens: usage?.completion_tokens,
-      cachedTokens: usage?.prompt_tokens_details.cached_tokens,
-      error: usage ? undefined : (controller.signal.reason ?? "the response ended without a result"),
-    });
+    deps.trace?.finished(traceOutcome(end, controller.signal.reason));
   } catch (error) {
     const http = toHttpError(error);
     deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint });
