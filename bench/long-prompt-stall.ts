@@ -7,6 +7,7 @@
 // the long prompts are sent and in the second after, p50 / p90 / p99 / max, and the p99s' ratio.
 // Usage: npm run bench:long-prompts [-- rounds]
 import { Agent, request } from "node:http";
+import { longPrompt } from "./load/long-prompt.js";
 import { machine, spawnServer } from "./load/processes.js";
 
 const STREAMS = 32;
@@ -58,15 +59,6 @@ function gapsIn(streams: readonly StreamTimes[], from: number, to: number): numb
   }
   return gaps.sort((a, b) => a - b);
 }
-
-const words = ["river", "stone", "light", "north", "paper", "glass", "cloud", "ember", "field", "tower"];
-// The mocker's tokenizer is byte-level: one token per character.
-const longPrompt = (seed: number): string => {
-  // A prefix of its own: no prompt shares a first block with another, so none is a cache hit.
-  let text = `prompt ${seed}: `;
-  for (let i = 0; text.length < LONG_PROMPT_TOKENS; i++) text += `${words[(i * 7 + seed) % words.length]} `;
-  return text.slice(0, LONG_PROMPT_TOKENS);
-};
 
 const server = await spawnServer([
   "bin/armature.js",
@@ -120,7 +112,8 @@ try {
     const longRequests = Array.from({ length: LONG_PROMPTS }, (_, k) =>
       post(agent, `${server.url}/v1/completions`, {
         model: "armature-mocker",
-        prompt: longPrompt(round * LONG_PROMPTS + k),
+        // The mocker's tokenizer is byte-level: one token per character.
+        prompt: longPrompt(round * LONG_PROMPTS + k, LONG_PROMPT_TOKENS),
         max_tokens: 1,
         nvext: { backend_instance_id: longWorker },
       }),

@@ -9,16 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureTinyModel } from "../src/engines/index.js";
 import { GgufTokenizer } from "../src/engines/llamacpp/gguf-tokenizer.js";
+import { longPrompt } from "./load/long-prompt.js";
 import { machine } from "./load/processes.js";
 
 const PROMPTS = 4;
 const CHARACTERS = 100_000;
-const words = ["river", "stone", "light", "north", "paper", "glass", "cloud", "ember", "field", "tower"];
-const prompt = (seed: number): string => {
-  let text = `prompt ${seed}: `;
-  for (let i = 0; text.length < CHARACTERS; i++) text += `${words[(i * 7 + seed) % words.length]} `;
-  return text.slice(0, CHARACTERS);
-};
 
 /**
  * Runs `work` with a 1 ms timer ticking; returns the timer's longest gap, how long in all the loop
@@ -44,7 +39,7 @@ async function measured(work: () => Promise<unknown>): Promise<{ gapMs: number; 
 
 const tokenizer = await GgufTokenizer.load(await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-bench-"))));
 if (!(await tokenizer.offLoopReady())) throw new Error("the tokenizing thread did not start");
-const prompts = Array.from({ length: PROMPTS }, (_, i) => prompt(i));
+const prompts = Array.from({ length: PROMPTS }, (_, i) => longPrompt(i, CHARACTERS));
 const tokens = prompts.reduce((n, p) => n + tokenizer.encode(p, { special: true }).length, 0);
 console.log(`tokenizing ${PROMPTS} prompts of ${CHARACTERS} characters (${tokens} tokens) — ${machine()}\n`);
 console.log("| run | how | longest event-loop gap ms | loop held ms | wall ms |");

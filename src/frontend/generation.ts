@@ -213,11 +213,10 @@ async function* textEvents(
     if (!ended && !stoppedByString) {
       throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
     }
-    // Read past the end: the upstream generator finishes (it read its worker's stream to the end) rather than being returned.
-    if (ended) await upstream.next();
   } finally {
     // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,
-    // the in-flight count) runs only when it is resumed or returned.
+    // the in-flight count) runs only when it is resumed or returned. After a `request-end` this
+    // cancels nothing: `migratingStream` has read the worker's stream to its end before handing it on.
     await upstream.return?.(undefined);
   }
   yield {

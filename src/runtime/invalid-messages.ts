@@ -23,11 +23,6 @@ export class InvalidMessages {
     this.#inProcess = options.inProcess === true;
   }
 
-  /** Whether messages are handed on unchecked (every one of them was built in this process). */
-  get inProcess(): boolean {
-    return this.#inProcess;
-  }
-
   /** Malformed messages dropped since start, by kind (`kv-event-batch`, `worker-load`, …). */
   get counts(): ReadonlyMap<string, number> {
     return this.#counts;

@@ -11,15 +11,10 @@ export interface ClusterServers {
 }
 
 export async function startClusterServers(options: { jetStreamDir?: string } = {}): Promise<ClusterServers> {
-  const started = await Promise.allSettled([startNatsServer(undefined, "127.0.0.1", options.jetStreamDir), startEtcd()]);
-  const [natsStart, etcdStart] = started;
-  if (natsStart.status === "rejected" || etcdStart.status === "rejected") {
-    // Stop the one that did start: a server left running keeps the test file's process alive.
-    await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
-    throw natsStart.status === "rejected" ? natsStart.reason : (etcdStart as PromiseRejectedResult).reason;
-  }
-  const nats = natsStart.value;
-  const etcd = etcdStart.value;
+  const [nats, etcd] = await startSideBySide(
+    () => startNatsServer(undefined, "127.0.0.1", options.jetStreamDir),
+    () => startEtcd(),
+  );
   return {
     nats,
     etcd,
@@ -30,18 +25,27 @@ export async function startClusterServers(options: { jetStreamDir?: string } = {
   };
 }
 
+/** A cluster and something else (an `armature serve` to compare with, say), started side by side. */
+export function startClusterBeside<T extends Stoppable>(other: () => Promise<T>): Promise<[ClusterServers, T]> {
+  return startSideBySide(() => startClusterServers(), other);
+}
+
+interface Stoppable {
+  stop(): Promise<unknown>;
+}
+
 /**
- * A cluster and something else (an `armature serve` to compare with, say) started side by side;
- * should either fail to start, the other is stopped before the error is thrown: a process left
- * running would keep the test file's process, and so the whole suite, from ending.
+ * Starts two things at once; should either fail to start, the other is stopped before the error is
+ * thrown: a process left running would keep the test file's process, and so the whole suite, from ending.
  */
-export async function startClusterBeside<T extends { stop(): Promise<unknown> }>(
-  other: () => Promise<T>,
-): Promise<[ClusterServers, T]> {
-  const [cluster, beside] = await Promise.allSettled([startClusterServers(), other()]);
-  if (cluster.status === "fulfilled" && beside.status === "fulfilled") return [cluster.value, beside.value];
-  await Promise.all([cluster, beside].map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
-  throw cluster.status === "rejected" ? cluster.reason : (beside as PromiseRejectedResult).reason;
+async function startSideBySide<A extends Stoppable, B extends Stoppable>(
+  a: () => Promise<A>,
+  b: () => Promise<B>,
+): Promise<[A, B]> {
+  const [first, second] = await Promise.allSettled([a(), b()]);
+  if (first.status === "fulfilled" && second.status === "fulfilled") return [first.value, second.value];
+  await Promise.all([first, second].map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
+  throw first.status === "rejected" ? first.reason : (second as PromiseRejectedResult).reason;
 }
 
 /** The instances a frontend's `/health` lists. */

@@ -52,7 +52,7 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
     try {
       return await startEtcdOn({ client, peer, dataDir }, host, options.tls);
     } catch (error) {
-      await rm(`${dataDir}.log`, { force: true });
+      await rm(logPathOf(dataDir), { force: true });
       if (attempt >= 3 || !(error instanceof EtcdExited)) {
         await rm(dataDir, { recursive: true, force: true });
         throw error;
@@ -61,12 +61,15 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
   }
 }
 
+/** Where etcd's own log goes: beside its data folder (so a restart on the same layout writes it again). */
+const logPathOf = (dataDir: string): string => `${dataDir}.log`;
+
 /** etcd exited before it answered its health check. */
 class EtcdExited extends Error {}
 
 async function startEtcdOn(layout: EtcdLayout, host: string, tls: EtcdTls | undefined): Promise<EtcdServer> {
   const { client, peer, dataDir } = layout;
-  const logPath = `${dataDir}.log`;
+  const logPath = logPathOf(dataDir);
   const logFd = openSync(logPath, "w");
   const scheme = tls ? "https" : "http";
   const tlsFlags = tls

@@ -64,7 +64,7 @@ export class GgufTokenizer implements Tokenizer {
    */
   async encodeAsync(text: string, options: { special?: boolean } = {}): Promise<number[]> {
     if (text.length < OFF_LOOP_CHARACTERS || this.#path === undefined) return this.encode(text, options);
-    const thread = this.#startThread();
+    const thread = this.#startThread(this.#path);
     if (!thread.ready) return this.encode(text, options);
     try {
       return await thread.encode(text, options.special ?? false);
@@ -78,16 +78,16 @@ export class GgufTokenizer implements Tokenizer {
   async offLoopReady(): Promise<boolean> {
     if (this.#path === undefined) return false;
     try {
-      await this.#startThread().started();
+      await this.#startThread(this.#path).started();
       return true;
     } catch {
       return false;
     }
   }
 
-  #startThread(): TokenizerThread {
+  #startThread(path: string): TokenizerThread {
     if (this.#thread) return this.#thread;
-    const thread = new TokenizerThread(this.#path as string);
+    const thread = new TokenizerThread(path);
     thread.started().catch((error: Error) => {
       process.emitWarning(`long prompts are tokenized on the event loop: ${error.message}`, "ArmatureWarning");
     });
