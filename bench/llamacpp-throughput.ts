@@ -1,83 +1,150 @@
-// llamacpp decode throughput through armature (HTTP, streaming) against node-llama-cpp called
-// directly, same GGUF, same prompt, greedy, one thread, EOS ignored. Runs alternate, median of 3.
-// Usage: npm run bench:llamacpp
+// llama.cpp through armature against what a user would run instead, same GGUF, same threads, same
+// four sequences, one run after the other (alternating), median of RUNS:
+//   - node-llama-cpp driving the sequences directly (the engine armature embeds, without armature);
+//   - `armature serve --engine llamacpp` (the same engine in armature's worker);
+//   - llama.cpp's own llama-server, called directly on its OpenAI route;
+//   - `armature serve --engine llama-server` in front of that same llama-server.
+// Streams of 128 sampled tokens (EOS ignored) from distinct 64-token prompts (no prefix reuse), at
+// 1 and 4 concurrent streams, at 1 thread and at every core. Reports aggregate tokens/s (tokens of
+// all streams over the wall time of the batch) and TTFT p50, with the backend and threads.
+// Usage: npm run bench:llamacpp [-- --runs N]
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { Agent } from "node:http";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { streamCompletion } from "../src/bench/index.js";
 import { buildTinyModel } from "../src/engines/index.js";
-import { machine, spawnServer } from "./load/processes.js";
+import { startLlamaServer } from "../test/helpers/llama-server.js";
+import { machine, type Served, spawnServer } from "./load/processes.js";
 
-const TOKENS = 256;
-const RUNS = 3;
+const { values } = parseArgs({ options: { runs: { type: "string", default: "3" } } });
+const RUNS = Number(values.runs);
+const TOKENS = 128;
+const PROMPT_TOKENS = 64;
+const SEQUENCES = 4;
+const SAMPLING = { temperature: 0.8, top_p: 0.95, top_k: 0, min_p: 0 };
 const models = {
-  "tiny (d64, 2 layers, 0.2M params)": {},
-  "small (d256, 6 layers, ff1024, 5M params)": { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 },
+  "tiny (d64, 2 layers)": {},
+  "small (d256, 6 layers, ff1024)": { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 },
 };
-const prompt = Array.from({ length: 32 }, (_, i) => 65 + (i % 26));
-const agent = new Agent({ keepAlive: true });
+const threadCounts = [...new Set([1, availableParallelism()])];
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-async function direct(path: string): Promise<number> {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: 1, logLevel: LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath: path });
-  const context = await model.createContext({ contextSize: 2048, sequences: 4, threads: 1, batchSize: 512 });
-  const sequence = context.getSequence();
-  let count = 0;
-  let firstAt = 0;
-  for await (const _ of sequence.evaluate(prompt as Token[], { temperature: 0, yieldEogToken: true })) {
-    if (count === 0) firstAt = performance.now();
-    if (++count >= TOKENS) break;
-  }
-  const rate = (count - 1) / ((performance.now() - firstAt) / 1000);
-  await context.dispose();
-  await model.dispose();
-  return rate;
+let promptSeed = 0;
+/** A prompt no earlier run sent (printable-ASCII byte tokens of the generated vocabulary). */
+function freshPrompt(): number[] {
+  const seed = ++promptSeed;
+  return Array.from({ length: PROMPT_TOKENS }, (_, i) => 40 + ((seed * 31 + i * 7) % 60));
 }
 
-/**
- * One streamed completion through armature, timed by `armature bench`'s client: tokens from usage,
- * the rate over the time from the first token to the last.
- */
-async function throughArmature(url: string): Promise<number> {
-  const body = { model: "bench", prompt, max_tokens: TOKENS, temperature: 0, ignore_eos: true };
-  const timing = await streamCompletion(url, body, agent);
-  if (!timing.ok || timing.completionTokens !== TOKENS) {
-    throw new Error(`the stream did not complete: ${timing.error ?? `${timing.completionTokens} tokens`}`);
-  }
-  return 1000 / timing.itlMs;
+interface Batch {
+  readonly tokensPerSecond: number;
+  readonly ttftMs: number[];
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-console.log(`llamacpp throughput — ${machine()} — ${TOKENS} tokens, greedy, 1 thread\n`);
-console.log("| model | node-llama-cpp direct (tok/s) | through armature (tok/s) | ratio |");
-console.log("|---|---:|---:|---:|");
+
+/** `streams` concurrent streamed completions against an OpenAI-compatible server. */
+async function overHttp(url: string, model: string, streams: number): Promise<Batch> {
+  const started = performance.now();
+  const timings = await Promise.all(
+    Array.from({ length: streams }, () =>
+      streamCompletion(url, { model, prompt: freshPrompt(), max_tokens: TOKENS, ignore_eos: true, ...SAMPLING }, agent),
+    ),
+  );
+  const wall = (performance.now() - started) / 1000;
+  for (const t of timings) {
+    if (!t.ok || t.completionTokens !== TOKENS)
+      throw new Error(`a stream did not complete: ${t.error ?? `${t.completionTokens} tokens`}`);
+  }
+  return { tokensPerSecond: (streams * TOKENS) / wall, ttftMs: timings.map((t) => t.ttftMs) };
+}
+
+/** node-llama-cpp driving `streams` sequences of one context at once, as armature's engine does. */
+async function directRunner(path: string, threads: number) {
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: path });
+  const context = await model.createContext({ contextSize: 2048, sequences: SEQUENCES, threads, batchSize: 512 });
+  const sequences = Array.from({ length: SEQUENCES }, () => context.getSequence());
+  return {
+    async run(streams: number): Promise<Batch> {
+      const started = performance.now();
+      const ttftMs: number[] = [];
+      await Promise.all(
+        sequences.slice(0, streams).map(async (sequence) => {
+          await sequence.clearHistory();
+          let count = 0;
+          const options = { temperature: SAMPLING.temperature, topP: SAMPLING.top_p, seed: promptSeed, yieldEogToken: true };
+          for await (const _ of sequence.evaluate(freshPrompt() as Token[], options)) {
+            if (count === 0) ttftMs.push(performance.now() - started);
+            if (++count >= TOKENS) break;
+          }
+        }),
+      );
+      return { tokensPerSecond: (streams * TOKENS) / ((performance.now() - started) / 1000), ttftMs };
+    },
+    async close() {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
+}
+
+console.log(
+  `llama.cpp throughput — ${machine()} — ${TOKENS} sampled tokens per stream, ${PROMPT_TOKENS}-token prompts, ${SEQUENCES} sequences, median of ${RUNS}\n`,
+);
+console.log(
+  "| model | threads | streams | node-llama-cpp direct | armature llamacpp | ratio | llama-server direct | armature → llama-server | ratio |",
+);
+console.log("|---|---:|---:|---|---|---:|---|---|---:|");
+const cell = (b: Batch[]) =>
+  `${median(b.map((x) => x.tokensPerSecond)).toFixed(0)} tok/s, TTFT ${median(b.flatMap((x) => x.ttftMs)).toFixed(1)} ms`;
+const ratio = (a: Batch[], d: Batch[]) =>
+  `${((100 * median(a.map((x) => x.tokensPerSecond))) / median(d.map((x) => x.tokensPerSecond))).toFixed(1)}%`;
+let backendLine = "";
 for (const [name, options] of Object.entries(models)) {
   const path = join(await mkdtemp(join(tmpdir(), "armature-bench-")), "model.gguf");
   await writeFile(path, buildTinyModel(options));
-  const server = await spawnServer([
-    "bin/armature.js",
-    "serve",
-    "--model",
-    path,
-    "--model-name",
-    "bench",
-    "--port",
-    "0",
-    "--log-level",
-    "warn",
-  ]);
-  const d: number[] = [];
-  const a: number[] = [];
-  try {
-    await throughArmature(server.url); // warm-up
-    for (let i = 0; i < RUNS; i++) {
-      d.push(await direct(path));
-      a.push(await throughArmature(server.url));
+  for (const threads of threadCounts) {
+    const common = ["bin/armature.js", "serve", "--port", "0", "--log-level", "warn", "--model", path, "--model-name", "bench"];
+    const engine = await startLlamaServer({ model: path, slots: SEQUENCES, contextPerSlot: 2048, threads });
+    const servers: Served[] = [];
+    const direct = await directRunner(path, threads);
+    try {
+      servers.push(await spawnServer([...common, "--threads", String(threads), "--sequences", String(SEQUENCES)]));
+      servers.push(await spawnServer([...common, "--engine", "llama-server", "--engine-url", engine.url]));
+      const [inProcess, sidecar] = servers as [Served, Served];
+      const health = (await (await fetch(`${inProcess.url}/health`)).json()) as {
+        instances: { backend: string; threads: number }[];
+      };
+      backendLine = `armature's llamacpp worker reported backend ${health.instances[0]?.backend}`;
+      if (health.instances[0]?.threads !== threads)
+        throw new Error(`asked ${threads} threads, the worker has ${health.instances[0]?.threads}`);
+      for (const streams of [1, SEQUENCES]) {
+        const results: Batch[][] = [[], [], [], []];
+        // Warm-up: each path once.
+        await direct.run(streams);
+        await overHttp(inProcess.url, "bench", streams);
+        await overHttp(engine.url, "bench", streams);
+        await overHttp(sidecar.url, "bench", streams);
+        for (let i = 0; i < RUNS; i++) {
+          results[0]?.push(await direct.run(streams));
+          results[1]?.push(await overHttp(inProcess.url, "bench", streams));
+          results[2]?.push(await overHttp(engine.url, "bench", streams));
+          results[3]?.push(await overHttp(sidecar.url, "bench", streams));
+        }
+        const [d, a, l, s] = results as [Batch[], Batch[], Batch[], Batch[]];
+        console.log(
+          `| ${name} | ${threads} | ${streams} | ${cell(d)} | ${cell(a)} | ${ratio(a, d)} | ${cell(l)} | ${cell(s)} | ${ratio(s, l)} |`,
+        );
+      }
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
+      await engine.stop();
+      await direct.close();
     }
-  } finally {
-    await server.stop();
   }
-  console.log(`| ${name} | ${median(d).toFixed(0)} | ${median(a).toFixed(0)} | ${((100 * median(a)) / median(d)).toFixed(1)}% |`);
 }
+console.log(`\n${backendLine}; llama-server: ${SEQUENCES} slots, --threads = --threads-batch as in the row.`);

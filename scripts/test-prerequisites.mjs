@@ -2,7 +2,9 @@
 // `npm test`'s pretest step: the integration and end-to-end tests start real nats-server, etcd,
 // promtool and prometheus, and a headless chromium, from Debian's packages, at the paths test/helpers
 // looks in. When one is missing, install it where we can (root with apt-get); otherwise stop with the
-// one command that fixes it. Silent and quick when everything is there.
+// one command that fixes it. Then it builds llama.cpp's own llama-server (scripts/build-llama-server.mjs)
+// with cmake and g++, which the engine-server tests drive: minutes the first time, cached after.
+// Silent and quick when everything is there.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
@@ -13,6 +15,8 @@ const TOOLS = [
   { name: "promtool", paths: ["/usr/bin/promtool"], aptPackage: "prometheus" },
   { name: "prometheus", paths: ["/usr/bin/prometheus"], aptPackage: "prometheus" },
   { name: "chromium", paths: ["/usr/bin/chromium"], aptPackage: "chromium" },
+  { name: "cmake", paths: ["/usr/bin/cmake"], aptPackage: "cmake" },
+  { name: "g++", paths: ["/usr/bin/g++"], aptPackage: "g++" },
 ];
 
 const missingPackages = () => [...new Set(TOOLS.filter((t) => !t.paths.some((p) => existsSync(p))).map((t) => t.aptPackage))];
@@ -44,3 +48,6 @@ if (missing.length > 0) {
   const stillMissing = missingPackages();
   if (stillMissing.length > 0) fail(stillMissing, installed ? "" : " (apt-get failed)");
 }
+
+const build = spawnSync(process.execPath, [new URL("./build-llama-server.mjs", import.meta.url).pathname], { stdio: "inherit" });
+if (build.status !== 0) process.exit(build.status ?? 1);

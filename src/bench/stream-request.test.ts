@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { Agent, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { SseLineReader } from "./sse-line-reader.js";
+import { SseLineReader } from "../protocol/index.js";
 import { streamCompletion } from "./stream-request.js";
 
 /** Serves one fixed response body as an SSE stream; `cut` drops the connection after it instead of ending. */

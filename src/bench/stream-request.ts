@@ -1,5 +1,5 @@
 import { type Agent, request } from "node:http";
-import { SseLineReader } from "./sse-line-reader.js";
+import { SseLineReader } from "../protocol/index.js";
 
 /** Timings of one streamed completion, as a client sees them. */
 export interface RequestTiming {

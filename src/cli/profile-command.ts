@@ -195,11 +195,11 @@ async function createProfiledEngine(flags: EngineFlags): Promise<{ engine: Engin
       contextSizePerSequence: flags.contextSize ?? 2048,
       ...(flags.blockSize ? { blockSize: flags.blockSize } : {}),
     });
-    const { maxSequences, contextLength } = engine.info;
+    const { maxSequences, contextLength, backend, threads } = engine.info;
     return {
       engine,
       clock: new RealClock(),
-      description: `llamacpp ${basename(modelPath)}, ${maxSequences} sequences of ${contextLength} tokens, real time`,
+      description: `llamacpp ${basename(modelPath)} on ${backend} (${threads} threads), ${maxSequences} sequences of ${contextLength} tokens, real time`,
     };
   }
   const speedupRatio = flags.speedupRatio ?? 1;

@@ -104,3 +104,37 @@ test("--otlp-endpoint: off by default, an http(s) URL, anything else refused by 
     );
   }
 });
+
+test("llama.cpp's hardware flags parse from flags and variables, and bad ones are refused by name", () => {
+  const o = resolveServeOptions(
+    ["--threads", "6", "--gpu", "cuda", "--gpu-layers", "20", "--batch-size", "256", "--flash-attention", "on"],
+    { ARMATURE_KV_CACHE_TYPE: "q8_0" },
+  );
+  assert.deepEqual(o.llama, {
+    threads: 6,
+    gpu: "cuda",
+    gpuLayers: 20,
+    batchSize: 256,
+    flashAttention: "on",
+    kvCacheType: "q8_0",
+  });
+  assert.equal(resolveServeOptions(["--gpu-layers", "max"], {}).llama.gpuLayers, "max");
+  assert.deepEqual(Object.values(resolveServeOptions([], {}).llama), [
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ]);
+  assert.throws(() => resolveServeOptions(["--threads", "0"], {}), /--threads \(ARMATURE_THREADS\) must be an integer ≥ 1/);
+  assert.throws(
+    () => resolveServeOptions(["--gpu", "rocm"], {}),
+    /--gpu \(ARMATURE_GPU\) must be one of auto, cuda, vulkan, off/,
+  );
+  assert.throws(
+    () => resolveServeOptions(["--gpu-layers", "all"], {}),
+    /--gpu-layers \(ARMATURE_GPU_LAYERS\) must be a layer count or max/,
+  );
+  assert.throws(() => resolveServeOptions(["--kv-cache-type", "q4_0"], {}), /--kv-cache-type .* must be one of f16, q8_0/);
+});

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import type { GpuChoice, KvCacheType } from "../engines/index.js";
 import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
@@ -37,7 +38,11 @@ export interface ServeOptions {
   readonly metricsRequireKey: boolean;
   /** HTTPS instead of HTTP (`--tls-cert`, `--tls-key`, `--tls-ca`); files reread on SIGHUP. */
   readonly tls: HttpsFiles | undefined;
-  readonly engine: "llamacpp" | "mocker";
+  readonly engine: "llamacpp" | "mocker" | "llama-server";
+  /** `--engine-url` (repeatable): the engine servers a sidecar worker drives, one worker each. */
+  readonly engineUrls: readonly string[];
+  /** `--engine-wait`, in ms: how long a sidecar worker waits for its engine's health at start. */
+  readonly engineWaitMs: number;
   readonly model: string | undefined;
   readonly modelName: string | undefined;
   readonly workers: number;
@@ -65,6 +70,8 @@ export interface ServeOptions {
   /** Over NATS: a call whose worker makes no progress for this long fails retryably (default 60 s). */
   readonly progressTimeoutMs: number | undefined;
   readonly sequences: number;
+  /** llama.cpp hardware flags (`--threads`, `--gpu`, …); undefined: each one's default. */
+  readonly llama: LlamaHardwareOptions;
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
   readonly contextSize: number | undefined;
   readonly logLevel: string;
@@ -108,6 +115,16 @@ export interface ServeOptions {
   readonly kvDiskFilter: boolean;
   /** The SLA planner's settings (`--planner load|sla` and its flags); undefined: a fixed fleet. */
   readonly planner: PlannerOptions | undefined;
+}
+
+/** llama.cpp's hardware flags, as given (undefined: not given). */
+export interface LlamaHardwareOptions {
+  readonly threads: number | undefined;
+  readonly gpu: GpuChoice | undefined;
+  readonly gpuLayers: number | "max" | undefined;
+  readonly batchSize: number | undefined;
+  readonly flashAttention: "auto" | "on" | "off" | undefined;
+  readonly kvCacheType: KvCacheType | undefined;
 }
 
 /** The PEM files of `--tls-cert`, `--tls-key` and `--tls-ca`. */
@@ -229,6 +246,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     metricsRequireKey: bool("metrics-require-key"),
     tls: httpsFiles(str("tls-cert"), str("tls-key"), str("tls-ca")),
     engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
+    engineUrls: list("engine-url"),
+    engineWaitMs: (num("engine-wait", false, 0) ?? 60) * 1000,
     model: str("model"),
     modelName: str("model-name"),
     workers: num("workers", true, 1) ?? 1,
@@ -262,6 +281,18 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       tlsKeyFile: str("discovery-tls-key"),
     },
     sequences: num("sequences", true, 1) ?? 4,
+    llama: {
+      threads: num("threads", true, 1),
+      gpu: str("gpu") as GpuChoice | undefined,
+      gpuLayers: ((value) => {
+        if (value === undefined || value === "max") return value;
+        if (!/^\d+$/.test(value)) throw configError("gpu-layers", `must be a layer count or max, got '${value}'`);
+        return Number(value);
+      })(str("gpu-layers")),
+      batchSize: num("batch-size", true, 1),
+      flashAttention: str("flash-attention") as LlamaHardwareOptions["flashAttention"],
+      kvCacheType: str("kv-cache-type") as KvCacheType | undefined,
+    },
     contextSize: num("context-size", true, 16),
     logLevel: str("log-level") ?? "info",
     otlpEndpoint: httpUrl("otlp-endpoint", str("otlp-endpoint")),

@@ -108,10 +108,25 @@ export const serveSettings: Record<string, Setting> = {
   engine: {
     type: "string",
     env: "ARMATURE_ENGINE",
-    help: "llamacpp | mocker (default llamacpp)",
-    choices: ["llamacpp", "mocker"],
+    help: "llamacpp | mocker | llama-server (default llamacpp); llama-server: drive the unmodified servers of --engine-url",
+    choices: ["llamacpp", "mocker", "llama-server"],
   },
-  model: { type: "string", env: "ARMATURE_MODEL", help: "path of a GGUF model (default: the generated tiny model)" },
+  "engine-url": {
+    type: "string",
+    env: "ARMATURE_ENGINE_URL",
+    multiple: true,
+    help: "llama-server: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
+  },
+  "engine-wait": {
+    type: "number",
+    env: "ARMATURE_ENGINE_WAIT",
+    help: "llama-server: seconds to wait at start for each engine server's GET /health (default 60)",
+  },
+  model: {
+    type: "string",
+    env: "ARMATURE_MODEL",
+    help: "path of a GGUF model (default: the generated tiny model); llama-server: the GGUF it runs, read for its tokenizer (default: its /props model_path)",
+  },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
   "frontend-processes": {
@@ -186,6 +201,39 @@ export const serveSettings: Record<string, Setting> = {
     help: "requests that may wait while every worker is busy; more get 503 (default 1024)",
   },
   sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "llamacpp: concurrent sequences per worker (default 4)" },
+  threads: {
+    type: "integer",
+    env: "ARMATURE_THREADS",
+    help: "llamacpp: CPU threads per worker (default: physical cores less one for the event loop, shared by this process's workers; 1 on a GPU)",
+  },
+  gpu: {
+    type: "string",
+    env: "ARMATURE_GPU",
+    help: "llamacpp: auto | cuda | vulkan | off: the llama.cpp build that runs (default auto: a GPU build where this machine has a GPU, else the CPU)",
+    choices: ["auto", "cuda", "vulkan", "off"],
+  },
+  "gpu-layers": {
+    type: "string",
+    env: "ARMATURE_GPU_LAYERS",
+    help: "llamacpp: layers offloaded to the GPU, a count or max (default max on a GPU)",
+  },
+  "batch-size": {
+    type: "integer",
+    env: "ARMATURE_BATCH_SIZE",
+    help: "llamacpp: tokens evaluated in one step at most (default 512, or --context-size if smaller)",
+  },
+  "flash-attention": {
+    type: "string",
+    env: "ARMATURE_FLASH_ATTENTION",
+    help: "llamacpp: auto | on | off (default auto: where the model and build support it)",
+    choices: ["auto", "on", "off"],
+  },
+  "kv-cache-type": {
+    type: "string",
+    env: "ARMATURE_KV_CACHE_TYPE",
+    help: "llamacpp: f16 | q8_0, the KV cache's element type (default f16; q8_0 needs --flash-attention on)",
+    choices: ["f16", "q8_0"],
+  },
   "context-size": {
     type: "integer",
     env: "ARMATURE_CONTEXT_SIZE",

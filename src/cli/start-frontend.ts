@@ -64,10 +64,13 @@ export async function startFrontend(
   });
   let indexer: KvIndexer | undefined;
   let index: KvIndexView | undefined;
-  const routerName = options.router ?? (cards.length > 0 && cards.every((c) => c.publishesKvEvents) ? "kv" : "round-robin");
+  // KV routing by default: from the workers' KV events where they all publish them, else from the
+  // router's own decisions (llama-server publishes none). The mocker and llama.cpp both publish.
+  const silent = cards.some((c) => !c.publishesKvEvents);
+  const routerName = options.router ?? (cards.length > 0 && (!silent || cards.some((c) => c.engineUrl)) ? "kv" : "round-robin");
   const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
   if (routerName === "kv") {
-    indexer = options.kvEvents ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
+    indexer = options.kvEvents && !silent ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
     // With kept KV events, route only once the index holds them.
     await indexer?.ready;
     index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });

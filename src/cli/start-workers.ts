@@ -4,6 +4,7 @@ import {
   type Engine,
   ensureTinyModel,
   LlamaCppEngine,
+  type LlamaCppEngineOptions,
   loadTimingProfile,
   MockerEngine,
   profiledTimingModel,
@@ -15,7 +16,8 @@ import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
-import type { ServeOptions } from "./serve-options.js";
+import { startEngineSidecars } from "./engine-sidecars.js";
+import type { LlamaHardwareOptions, ServeOptions } from "./serve-options.js";
 
 /**
  * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default
@@ -58,6 +60,7 @@ export async function startWorkers(
   logger: Logger,
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
+  if (options.engine === "llama-server") return startEngineSidecars(options, runtime, logger);
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
     options.modelName ??
@@ -82,6 +85,9 @@ export async function startWorkers(
   const workers: WorkerHost[] = [];
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const tiers = await openKvTiers(options, runtime);
+  refuseLlamaFlags(options);
+  // The engines this process may run side by side share its cores (the default --threads).
+  const workersInProcess = Math.max(workerRoles(options).length, options.planner?.maxWorkers ?? 0);
   let started = 0;
   const addWorker = async (role: WorkerRole): Promise<WorkerHost> => {
     const index = started++;
@@ -91,6 +97,8 @@ export async function startWorkers(
           modelPath,
           sequences: options.sequences,
           contextSizePerSequence: options.contextSize ?? 2048,
+          ...llamaHardware(options.llama),
+          workersInProcess,
           ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
         })
@@ -125,6 +133,32 @@ export async function startWorkers(
     throw error;
   }
   return { workers, modelName, tracing, addWorker };
+}
+
+/** The llama.cpp hardware flags given, as engine options (absent: the engine's default). */
+function llamaHardware(llama: LlamaHardwareOptions): Partial<LlamaCppEngineOptions> {
+  return Object.fromEntries(Object.entries(llama).filter(([, value]) => value !== undefined));
+}
+
+function refuseLlamaFlags(options: ServeOptions): void {
+  if (options.engine === "llamacpp") return;
+  const flags: Record<keyof LlamaHardwareOptions, string> = {
+    threads: "threads",
+    gpu: "gpu",
+    gpuLayers: "gpu-layers",
+    batchSize: "batch-size",
+    flashAttention: "flash-attention",
+    kvCacheType: "kv-cache-type",
+  };
+  const given = (Object.keys(flags) as (keyof LlamaHardwareOptions)[]).find((key) => options.llama[key] !== undefined);
+  if (given) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      options.engine === "llama-server"
+        ? `--${flags[given]} is for --engine llamacpp; llama-server takes its own on its command line`
+        : `--${flags[given]} is for --engine llamacpp; the ${options.engine} runs no llama.cpp`,
+    );
+  }
 }
 
 /**

@@ -4,7 +4,9 @@ import type { EmbedRequest, GenerateRequest, GenerateResponse, KvCosts, KvEvent,
  * What an engine knows about itself: everything a model card holds except the served name and the
  * role, which the worker decides.
  */
-export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & { readonly kind: "llamacpp" | "mocker" };
+export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & {
+  readonly kind: "llamacpp" | "mocker" | "llama-server";
+};
 
 /** Instantaneous load of an engine. */
 export interface EngineLoad {

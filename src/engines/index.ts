@@ -10,6 +10,11 @@ export {
   type PrefillOptions,
   type PrefillResult,
 } from "./engine.js";
+export type { LlamaServerEngineOptions } from "./llama-server/llama-server-engine.js";
+export { LlamaServerEngine } from "./llama-server/llama-server-engine.js";
+export { ggufEngineTokenizer } from "./llama-server/tokenizer-probe.js";
+export type { KvCacheType } from "./llamacpp/llama-context.js";
+export type { GpuChoice, LlamaBackend } from "./llamacpp/llama-runtime.js";
 export type { LlamaCppEngineOptions } from "./llamacpp/llamacpp-engine.js";
 export { LlamaCppEngine } from "./llamacpp/llamacpp-engine.js";
 export type { TierCounts } from "./mocker/lower-tiers.js";

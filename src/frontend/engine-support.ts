@@ -5,7 +5,9 @@ import type { CommonParams } from "./requests/common-params.js";
 /**
  * Refuses, by name, what the model's engine cannot honour, and token ids outside its vocabulary.
  * The mocker models timing with a fixed text: it has no probabilities, so `logprobs` (and
- * `best_of`, which ranks by them) and `logit_bias` are refused there.
+ * `best_of`, which ranks by them) and `logit_bias` are refused there. llama-server workers take
+ * neither token log-probabilities (armature does not read its `n_probs` yet) nor a minimum length
+ * or stop token ids (llama-server has neither).
  */
 export function refuseUnservableParams(pipeline: ModelPipeline, params: CommonParams & { readonly bestOf?: number }): void {
   if (pipeline.card.engine === "mocker") {
@@ -21,6 +23,25 @@ export function refuseUnservableParams(pipeline: ModelPipeline, params: CommonPa
       throw new ArmatureError(
         "NOT_SUPPORTED",
         `'${asked}' is not supported by the mocker engine, which has no token probabilities; leave it out or serve the model with --engine llamacpp`,
+        { param: asked },
+      );
+    }
+  }
+  if (pipeline.card.engine === "llama-server") {
+    const asked =
+      params.logprobs !== undefined
+        ? "logprobs"
+        : (params.bestOf ?? 1) > (params.n ?? 1)
+          ? "best_of"
+          : (params.minTokens ?? 0) > 0
+            ? "min_tokens"
+            : (params.stopTokenIds?.length ?? 0) > 0
+              ? "stop_token_ids"
+              : undefined;
+    if (asked) {
+      throw new ArmatureError(
+        "NOT_SUPPORTED",
+        `'${asked}' is not supported by llama-server workers yet (docs/engines.md); leave it out or serve the model with --engine llamacpp`,
         { param: asked },
       );
     }

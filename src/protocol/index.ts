@@ -61,6 +61,7 @@ export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
 export type { RouteAnswer, RouteQuery } from "./route-query.js";
 export type { Schema } from "./schema.js";
 export { MessageInvalidError } from "./schema.js";
+export { SseLineReader } from "./sse-line-reader.js";
 export { subjects } from "./subjects.js";
 export type { TrafficReport } from "./traffic-report.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";

@@ -12,8 +12,14 @@ export interface ModelCard {
   /** Served model name, as clients put it in `model`. */
   readonly name: string;
   readonly role: WorkerRole;
-  /** Engine kind that serves the card: `llamacpp` or `mocker`. */
+  /** Engine kind that serves the card: `llamacpp`, `mocker` or `llama-server`. */
   readonly engine: string;
+  /** What the engine computes on: `cpu`, `cuda`, `vulkan`, `metal` (llama.cpp in process), the engine server's kind for a sidecar; absent for the mocker. */
+  readonly backend?: string | undefined;
+  /** CPU threads per llama.cpp context; absent where armature does not run the model itself. */
+  readonly threads?: number | undefined;
+  /** The engine server a sidecar worker drives (`--engine-url`); absent for in-process engines. */
+  readonly engineUrl?: string | undefined;
   /** Tokens per KV block; every router and worker of one model must agree on it. */
   readonly blockSize: number;
   /** KV capacity of the worker, in blocks. */

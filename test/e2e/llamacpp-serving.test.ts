@@ -173,12 +173,15 @@ test("models, health and live answer as documented", async () => {
   assertMatchesSchema("ListModelsResponse", await (await fetch(`${server.url}/v1/models`)).json());
   const health = (await (await fetch(`${server.url}/health`)).json()) as {
     status: string;
-    instances: { id: string; role: string; model: string }[];
+    instances: { id: string; role: string; model: string; engine: string; backend: string; threads: number }[];
   };
   assert.equal(health.status, "healthy");
   assert.deepEqual(
-    health.instances.map((i) => [i.role, i.model]),
-    [["aggregated", MODEL]],
+    health.instances.map((i) => [i.role, i.model, i.engine]),
+    [["aggregated", MODEL, "llamacpp"]],
   );
+  // Which llama.cpp build runs (--gpu auto: a GPU build only where this machine has a GPU).
+  assert.ok(["cpu", "cuda", "vulkan"].includes(health.instances[0]?.backend ?? ""), JSON.stringify(health));
+  assert.ok(Number.isInteger(health.instances[0]?.threads) && (health.instances[0]?.threads ?? 0) >= 1);
   assert.deepEqual(await (await fetch(`${server.url}/live`)).json(), { status: "live" });
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -66,4 +67,19 @@ test("a second signal during the drain ends the process at once, saying so", asy
   assert.equal(code, 1);
   assert.match(server.output(), /armature: a second signal arrived; exiting without finishing the drain/);
   await reader?.cancel().catch(() => {});
+});
+
+test("llama.cpp hardware flags that cannot be honoured stop serve at once, naming the flag", async () => {
+  const mocker = await run(["serve", "--engine", "mocker", "--port", "0", "--threads", "4"], 30_000);
+  assert.equal(mocker.code, 1);
+  assert.match(mocker.stderr, /--threads is for --engine llamacpp; the mocker runs no llama\.cpp/);
+  const cpuOnly = await run(["serve", "--port", "0", "--gpu", "off", "--gpu-layers", "max"], 30_000);
+  assert.equal(cpuOnly.code, 1);
+  assert.match(cpuOnly.stderr, /--gpu-layers max: llama\.cpp runs on the CPU here \(--gpu off\)/);
+  if (!existsSync("/dev/nvidiactl")) {
+    // node-llama-cpp's CUDA build cannot load on a machine without an NVIDIA driver.
+    const cuda = await run(["serve", "--port", "0", "--gpu", "cuda"], 60_000);
+    assert.equal(cuda.code, 1);
+    assert.match(cuda.stderr, /--gpu cuda: node-llama-cpp has no working cuda llama\.cpp build on this machine/);
+  }
 });

@@ -1,19 +1,87 @@
+import { existsSync, readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { getLlama, type Llama, LlamaLogLevel } from "node-llama-cpp";
+import { ArmatureError } from "../../protocol/index.js";
 
-let shared: Promise<Llama> | undefined;
+/** `--gpu`: which llama.cpp build runs the model. */
+export type GpuChoice = "auto" | "cuda" | "vulkan" | "off";
+
+/** The backend a loaded llama.cpp build computes on. */
+export type LlamaBackend = "cpu" | "cuda" | "vulkan" | "metal";
+
+let shared: { readonly choice: GpuChoice; readonly llama: Promise<Llama> } | undefined;
 
 /**
- * The process-wide llama.cpp binding. Prebuilt CPU binary only (`build: "never"`: with no network a
- * missing binary must fail loudly, not try to build), and one thread unless told otherwise: the
- * default picks more threads than cores on small machines and decode slows 100x.
+ * The process-wide llama.cpp binding (one per process: node-llama-cpp's builds share ggml's global
+ * state). Prebuilt binaries only (`build: "never"`: with no network a missing binary must fail
+ * loudly, not try to build); node-llama-cpp's CUDA and Vulkan builds are its optional dependencies.
+ *
+ * `gpu` absent (a tokenizer, which needs no backend): whatever binding is loaded, else the CPU one.
+ * `auto`: CUDA or Vulkan when this machine has such a device (`/dev/nvidia*`, `/dev/dri/renderD*`)
+ * and node-llama-cpp finds a working build for it, else the CPU; a machine with no GPU device skips
+ * node-llama-cpp's probing of each GPU build (seconds per start). `cuda` or `vulkan` that cannot load
+ * stops the start with a message naming `--gpu`.
  */
-export function llamaRuntime(options: { threads?: number } = {}): Promise<Llama> {
-  shared ??= getLlama({
-    gpu: false,
+export function llamaRuntime(options: { readonly gpu?: GpuChoice } = {}): Promise<Llama> {
+  const wanted = options.gpu;
+  if (shared && wanted !== undefined && wanted !== "auto" && wanted !== shared.choice) {
+    return Promise.reject(
+      new ArmatureError(
+        "CONFIG_INVALID",
+        `--gpu ${wanted}: this process already loaded llama.cpp with --gpu ${shared.choice}; one process runs one llama.cpp build`,
+      ),
+    );
+  }
+  if (shared) return shared.llama;
+  const choice = wanted ?? "off";
+  const gpu = choice === "off" || (choice === "auto" && !hasGpuDevice()) ? false : choice;
+  const llama = getLlama({
+    gpu,
     build: "never",
-    maxThreads: options.threads ?? 1,
+    // Contexts set their own threads (`defaultThreads`); this only lifts node-llama-cpp's cap.
+    maxThreads: availableParallelism(),
     logLevel: LlamaLogLevel.error,
     progressLogs: false,
+  }).catch((cause: unknown) => {
+    shared = undefined;
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--gpu ${choice}: node-llama-cpp has no working ${choice === "auto" ? "" : `${choice} `}llama.cpp build on this machine (${(cause as Error).message}); --gpu off runs on the CPU`,
+      { cause },
+    );
   });
-  return shared;
+  shared = { choice, llama };
+  return llama;
+}
+
+/** The backend of a loaded binding, as `/health` and the model card name it. */
+export function backendOf(llama: Llama): LlamaBackend {
+  return llama.gpu === false ? "cpu" : llama.gpu;
+}
+
+function hasGpuDevice(): boolean {
+  if (existsSync("/dev/nvidiactl") || existsSync("/dev/nvidia0")) return true;
+  try {
+    return readdirSync("/dev/dri").some((name) => name.startsWith("renderD"));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Threads per llama.cpp context when `--threads` is not given: the cores useful for math
+ * (node-llama-cpp's `cpuMathCores`: physical cores), never more than `os.availableParallelism()`,
+ * less one core kept for the event loop that streams the tokens, shared by the `workers` engines of
+ * this process; at least 1. On a GPU the CPU only feeds the device, and 1 thread per worker is
+ * enough. Measured in docs/benchmarks.md ("llama.cpp threads"): llama.cpp's threads spin between
+ * steps, and a thread that shares a core with the event loop slowed decode on every machine tried.
+ */
+export function defaultThreads(
+  llama: Pick<Llama, "cpuMathCores" | "gpu">,
+  workers: number,
+  cores = availableParallelism(),
+): number {
+  if (llama.gpu !== false) return 1;
+  const math = Math.min(llama.cpuMathCores, cores);
+  return Math.max(1, Math.floor((math - 1) / Math.max(1, workers)));
 }

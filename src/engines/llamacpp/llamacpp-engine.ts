@@ -32,7 +32,8 @@ import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
 import { assembleImportedState, exportState } from "./kv-suffix.js";
 import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
-import { llamaRuntime } from "./llama-runtime.js";
+import { createContext, KV_ELEMENT_BYTES, type KvCacheType } from "./llama-context.js";
+import { backendOf, defaultThreads, type GpuChoice, llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import { RateMeter } from "./rate-meter.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
@@ -47,8 +48,20 @@ export interface LlamaCppEngineOptions {
   readonly sequences?: number;
   /** Tokens per sequence; capped at the model's training context. Default 2048. */
   readonly contextSizePerSequence?: number;
-  /** CPU threads for llama.cpp. Default 1 (see docs/decisions/0002). */
+  /** CPU threads per context (`--threads`). Default: `defaultThreads` for `workersInProcess`. */
   readonly threads?: number;
+  /** Engines this process runs side by side, sharing its cores (the default threads). Default 1. */
+  readonly workersInProcess?: number;
+  /** `--gpu`: which llama.cpp build runs (default `auto`). */
+  readonly gpu?: GpuChoice;
+  /** `--gpu-layers`: layers offloaded to the GPU (default `max` on a GPU). */
+  readonly gpuLayers?: number | "max";
+  /** `--batch-size`: tokens evaluated in one step at most (default 512, or the context if smaller). */
+  readonly batchSize?: number;
+  /** `--flash-attention`: `auto` (default) uses it where the model and backend support it. */
+  readonly flashAttention?: "auto" | "on" | "off";
+  /** `--kv-cache-type`: the element type of the KV cache (default `f16`). */
+  readonly kvCacheType?: KvCacheType;
   /** Tokens per KV block for KV events. Default 16. */
   readonly blockSize?: number;
   /** Compiled response-format grammars kept (least recently used dropped first). Default 64. */
@@ -92,10 +105,21 @@ export class LlamaCppEngine implements Engine {
   }
 
   static async create(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
-    const llama = await llamaRuntime({ threads: options.threads ?? 1 });
+    const llama = await llamaRuntime({ gpu: options.gpu ?? "auto" });
+    const backend = backendOf(llama);
+    if (options.gpuLayers !== undefined && backend === "cpu") {
+      throw new ArmatureError(
+        "CONFIG_INVALID",
+        `--gpu-layers ${options.gpuLayers}: llama.cpp runs on the CPU here (--gpu ${options.gpu ?? "auto"}), there is no GPU to offload to`,
+      );
+    }
+    const threads = options.threads ?? defaultThreads(llama, options.workersInProcess ?? 1);
     let model: LlamaModel;
     try {
-      model = await llama.loadModel({ modelPath: options.modelPath });
+      model = await llama.loadModel({
+        modelPath: options.modelPath,
+        ...(backend === "cpu" ? {} : { gpuLayers: options.gpuLayers ?? "max" }),
+      });
     } catch (cause) {
       throw new ArmatureError(
         "MODEL_LOAD_FAILED",
@@ -106,17 +130,14 @@ export class LlamaCppEngine implements Engine {
     const sequences = options.sequences ?? 4;
     const contextSize = Math.min(options.contextSizePerSequence ?? 2048, model.trainContextSize);
     const blockSize = options.blockSize ?? 16;
-    const context = await model.createContext({
-      contextSize,
-      sequences,
-      threads: options.threads ?? 1,
-      batchSize: Math.min(contextSize, 512),
-    });
+    const context = await createContext(model, { contextSize, sequences, threads, ...options });
     const metadata = model.fileInfo.metadata;
     const tokens = metadata.tokenizer?.ggml?.tokens;
     const eosTokenIds = [model.tokens.eos, model.tokens.eot].filter((t): t is Token => t != null) as number[];
     const info: EngineInfo = {
       kind: "llamacpp",
+      backend,
+      threads,
       blockSize,
       totalKvBlocks: sequences * Math.floor(context.contextSize / blockSize),
       maxBatchedTokens: context.batchSize,
@@ -128,10 +149,10 @@ export class LlamaCppEngine implements Engine {
       bosToken: tokenText(tokens, model.tokens.bos),
       eosToken: tokenText(tokens, model.tokens.eos),
       publishesKvEvents: true,
-      kvBytesPerToken: kvBytesPerToken(metadata),
+      kvBytesPerToken: scaled(kvBytesPerToken(metadata), KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"] / 2),
     };
     const engine = new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
-    engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads: options.threads ?? 1 });
+    engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads });
     if (options.kvbm && wantsKvbm(options.kvbm.settings)) {
       try {
         engine.#kvbm = await KvbmConnector.open({
@@ -479,4 +500,8 @@ function tokenText(tokens: unknown, id: Token | null): string | undefined {
   if (id == null || !Array.isArray(tokens)) return undefined;
   const text = tokens[id];
   return typeof text === "string" ? text : undefined;
+}
+
+function scaled(value: number | undefined, factor: number): number | undefined {
+  return value === undefined ? undefined : Math.round(value * factor);
 }

@@ -76,7 +76,15 @@ export function handleHealth(
   headers: Record<string, string>,
   extra: Readonly<Record<string, unknown>> = {},
 ): void {
-  const instances = router.workers.all().map((w) => ({ id: w.id, role: w.card.role, model: w.card.name }));
+  const instances = router.workers.all().map((w) => ({
+    id: w.id,
+    role: w.card.role,
+    model: w.card.name,
+    engine: w.card.engine,
+    ...(w.card.backend ? { backend: w.card.backend } : {}),
+    ...(w.card.threads ? { threads: w.card.threads } : {}),
+    ...(w.card.engineUrl ? { engine_url: w.card.engineUrl } : {}),
+  }));
   sendJson(
     res,
     200,
