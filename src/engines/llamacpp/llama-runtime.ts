@@ -71,10 +71,10 @@ function hasGpuDevice(): boolean {
 /**
  * Threads per llama.cpp context when `--threads` is not given: the cores useful for math
  * (node-llama-cpp's `cpuMathCores`: physical cores), never more than `os.availableParallelism()`,
- * less one core kept for the event loop that streams the tokens, shared by the `workers` engines of
- * this process; at least 1. On a GPU the CPU only feeds the device, and 1 thread per worker is
- * enough. Measured in docs/benchmarks.md ("llama.cpp threads"): llama.cpp's threads spin between
- * steps, and a thread that shares a core with the event loop slowed decode on every machine tried.
+ * less one for the thread node-llama-cpp evaluates on beside the event loop, shared by the
+ * `workers` engines of this process; at least 1. On a GPU the CPU only feeds the device: 1 per
+ * worker. Measured in docs/benchmarks.md ("Against llama-server, at 1 and 4 streams, by threads"):
+ * on 2 cores, 2 threads decode 15× slower than 1, as the spinning threads starve each other.
  */
 export function defaultThreads(
   llama: Pick<Llama, "cpuMathCores" | "gpu">,
