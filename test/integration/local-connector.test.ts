@@ -31,7 +31,7 @@ async function streamUntil(
   stop: { done: boolean },
   outcomes: Outcome[],
   n: number,
-  streaming: Map<number, string>,
+  streaming: Map<number, { worker: string; startedAt: number }>,
 ): Promise<void> {
   for (let i = 0; !stop.done; i++) {
     const startedAt = Date.now();
@@ -49,7 +49,7 @@ async function streamUntil(
         })
         .withResponse();
       worker = response.headers.get("x-armature-worker") ?? "";
-      streaming.set(n, worker);
+      streaming.set(n, { worker, startedAt });
       for await (const chunk of data) {
         finish = chunk.choices[0]?.finish_reason ?? finish;
         if (chunk.usage) tokens = chunk.usage.completion_tokens;
@@ -90,7 +90,7 @@ test("scaling 1 → 3 → 1 mocker workers under streaming load: no request fail
     await until("the first worker's start", ready(1));
     frontend = await startArmature(["frontend", ...servers.flags, "--port", "0", "--router", "round-robin"]);
     const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const streaming = new Map<number, string>();
+    const streaming = new Map<number, { worker: string; startedAt: number }>();
     clients = [0, 1, 2, 3, 4, 5].map((n) => streamUntil(client, stop, outcomes, n, streaming));
 
     await connector.scale("aggregated", 3);
@@ -103,10 +103,10 @@ test("scaling 1 → 3 → 1 mocker workers under streaming load: no request fail
     const removedIds = new Set(removed.flatMap((w) => w.instanceIds));
     // Scale down while a stream is open on a worker that goes: on a loaded machine the clients may
     // still be in requests that began before the new workers were seen.
+    // One that began more than 50 ms ago and is open now: it is in flight when the stop is told.
     await until("a request streaming from a worker about to be removed", async () =>
-      [...streaming.values()].some((worker) => removedIds.has(worker)),
+      [...streaming.values()].some((s) => removedIds.has(s.worker) && Date.now() - s.startedAt > 60),
     );
-    await new Promise((r) => setTimeout(r, 100));
     const scaledDownAt = Date.now();
     await connector.scale("aggregated", 1);
     assert.deepEqual(await connector.replicas("aggregated"), { desired: 1, ready: 1 });
