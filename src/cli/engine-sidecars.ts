@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import { type Engine, ggufEngineTokenizer, LlamaServerEngine } from "../engines/index.js";
+import { connectLlamaServer, connectVllm, type Engine, ggufEngineTokenizer } from "../engines/index.js";
 import { createTracing, type Logger } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -9,23 +9,44 @@ import type { ServeOptions } from "./serve-options.js";
 import type { StartedWorkers } from "./start-workers.js";
 
 /**
- * `--engine llama-server`: one worker per `--engine-url`, each the sidecar of an unmodified
- * llama-server that someone else started. What a sidecar cannot do is refused by name: split
- * prefill and decode, a planner (it starts no engines), a worker count other than the URLs given.
+ * `--engine llama-server` or `--engine vllm`: one worker per `--engine-url`, each the sidecar of an
+ * unmodified engine server that someone else started (docs/engines.md). What a sidecar cannot do is
+ * refused by name: split prefill and decode, a planner (it starts no engines), a worker count other
+ * than the URLs given, KV event endpoints that do not pair with the URLs.
  */
 export async function startEngineSidecars(options: ServeOptions, runtime: Runtime, logger: Logger): Promise<StartedWorkers> {
   const urls = options.engineUrls;
   if (urls.length === 0) {
-    throw new ArmatureError("CONFIG_INVALID", "--engine llama-server needs --engine-url (one per llama-server, repeatable)");
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--engine ${options.engine} needs --engine-url (one per ${options.engine}, repeatable)`,
+    );
+  }
+  const events = options.kvEventsEndpoints;
+  const replays = options.kvEventsReplayEndpoints;
+  if (options.engine === "llama-server" && events.length + replays.length > 0) {
+    throw new ArmatureError("CONFIG_INVALID", "--kv-events-endpoint: llama-server publishes no KV events");
+  }
+  if (events.length > 0 && events.length !== urls.length) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--kv-events-endpoint was given ${events.length} times for ${urls.length} --engine-url: give one per engine, in the same order`,
+    );
+  }
+  if (replays.length > 0 && replays.length !== events.length) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--kv-events-replay-endpoint was given ${replays.length} times for ${events.length} --kv-events-endpoint: one per publisher, in the same order`,
+    );
   }
   if (options.workers !== 1 && options.workers !== urls.length) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `--workers ${options.workers}: a llama-server worker drives one --engine-url, and ${urls.length} were given`,
+      `--workers ${options.workers}: a ${options.engine} worker drives one --engine-url, and ${urls.length} were given`,
     );
   }
   if (options.prefillWorkers > 0 || options.role !== "aggregated") {
-    throw new ArmatureError("CONFIG_INVALID", "--prefill/--role: llama-server workers serve aggregated only");
+    throw new ArmatureError("CONFIG_INVALID", `--prefill/--role: ${options.engine} workers serve aggregated only`);
   }
   if (options.planner) {
     throw new ArmatureError(
@@ -33,18 +54,29 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       "--planner: the planner starts workers, and llama-server workers need their engines started first",
     );
   }
+  if (options.engine === "vllm" && options.model === undefined) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "--model is needed: a vllm worker reads the model's tokenizer from the GGUF vLLM serves (Hugging Face tokenizer folders are not read yet)",
+    );
+  }
   const modelPath = options.model ?? (await modelPathOf(urls[0] as string, options.engineWaitMs));
   const tokenizer = await ggufEngineTokenizer(modelPath);
   const modelName = options.modelName ?? basename(modelPath).replace(/\.gguf$/i, "");
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const workers: WorkerHost[] = [];
-  const connect = async (url: string): Promise<WorkerHost> => {
-    const engine: Engine = await LlamaServerEngine.connect({
-      url,
-      tokenizer,
-      startTimeoutMs: options.engineWaitMs,
-      ...(options.blockSize ? { blockSize: options.blockSize } : {}),
-    });
+  const dropped = logger.child({ component: "engine-kv-events" });
+  const connect = async (url: string, index: number): Promise<WorkerHost> => {
+    const common = { url, tokenizer, startTimeoutMs: options.engineWaitMs, blockSize: options.blockSize };
+    const engine: Engine =
+      options.engine === "vllm"
+        ? await connectVllm({
+            ...common,
+            kvEventsEndpoint: events[index],
+            kvEventsReplayEndpoint: replays[index],
+            onDroppedEvents: (reason) => dropped.warn({ engineUrl: url, reason }, "KV event batch dropped"),
+          })
+        : await connectLlamaServer(common);
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role: "aggregated", tracing });
     } catch (error) {
@@ -53,7 +85,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
     }
   };
   try {
-    for (const url of urls) workers.push(await connect(url));
+    for (const [index, url] of urls.entries()) workers.push(await connect(url, index));
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
     await tracing.close();
@@ -63,7 +95,10 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
     workers,
     modelName,
     tracing,
-    addWorker: () => Promise.reject(new ArmatureError("NOT_SUPPORTED", "llama-server workers are added by starting them")),
+    addWorker: () =>
+      Promise.reject(
+        new ArmatureError("NOT_SUPPORTED", `${options.engine} workers are added by starting their engines and workers`),
+      ),
   };
 }
 

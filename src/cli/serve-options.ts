@@ -38,9 +38,12 @@ export interface ServeOptions {
   readonly metricsRequireKey: boolean;
   /** HTTPS instead of HTTP (`--tls-cert`, `--tls-key`, `--tls-ca`); files reread on SIGHUP. */
   readonly tls: HttpsFiles | undefined;
-  readonly engine: "llamacpp" | "mocker" | "llama-server";
+  readonly engine: "llamacpp" | "mocker" | "llama-server" | "vllm";
   /** `--engine-url` (repeatable): the engine servers a sidecar worker drives, one worker each. */
   readonly engineUrls: readonly string[];
+  /** `--kv-events-endpoint`, `--kv-events-replay-endpoint`: per engine URL, in its order (vllm). */
+  readonly kvEventsEndpoints: readonly string[];
+  readonly kvEventsReplayEndpoints: readonly string[];
   /** `--engine-wait`, in ms: how long a sidecar worker waits for its engine's health at start. */
   readonly engineWaitMs: number;
   readonly model: string | undefined;
@@ -247,6 +250,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     tls: httpsFiles(str("tls-cert"), str("tls-key"), str("tls-ca")),
     engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
     engineUrls: list("engine-url"),
+    kvEventsEndpoints: list("kv-events-endpoint"),
+    kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: (num("engine-wait", false, 0) ?? 60) * 1000,
     model: str("model"),
     modelName: str("model-name"),

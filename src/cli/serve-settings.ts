@@ -108,19 +108,31 @@ export const serveSettings: Record<string, Setting> = {
   engine: {
     type: "string",
     env: "ARMATURE_ENGINE",
-    help: "llamacpp | mocker | llama-server (default llamacpp); llama-server: drive the unmodified servers of --engine-url",
-    choices: ["llamacpp", "mocker", "llama-server"],
+    help: "llamacpp | mocker | llama-server | vllm (default llamacpp); llama-server, vllm: drive the unmodified servers of --engine-url",
+    choices: ["llamacpp", "mocker", "llama-server", "vllm"],
   },
   "engine-url": {
     type: "string",
     env: "ARMATURE_ENGINE_URL",
     multiple: true,
-    help: "llama-server: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
+    help: "llama-server, vllm: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
+  },
+  "kv-events-endpoint": {
+    type: "string",
+    env: "ARMATURE_KV_EVENTS_ENDPOINT",
+    multiple: true,
+    help: "vllm: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
+  },
+  "kv-events-replay-endpoint": {
+    type: "string",
+    env: "ARMATURE_KV_EVENTS_REPLAY_ENDPOINT",
+    multiple: true,
+    help: "vllm: the ZMQ replay socket of each --kv-events-endpoint, in the same order (absent: missed batches are counted, not fetched)",
   },
   "engine-wait": {
     type: "number",
     env: "ARMATURE_ENGINE_WAIT",
-    help: "llama-server: seconds to wait at start for each engine server's GET /health (default 60)",
+    help: "llama-server, vllm: seconds to wait at start for each engine server's GET /health (default 60)",
   },
   model: {
     type: "string",

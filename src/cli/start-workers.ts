@@ -60,7 +60,7 @@ export async function startWorkers(
   logger: Logger,
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
-  if (options.engine === "llama-server") return startEngineSidecars(options, runtime, logger);
+  if (options.engine === "llama-server" || options.engine === "vllm") return startEngineSidecars(options, runtime, logger);
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
     options.modelName ??
@@ -154,8 +154,8 @@ function refuseLlamaFlags(options: ServeOptions): void {
   if (given) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      options.engine === "llama-server"
-        ? `--${flags[given]} is for --engine llamacpp; llama-server takes its own on its command line`
+      options.engine === "llama-server" || options.engine === "vllm"
+        ? `--${flags[given]} is for --engine llamacpp; ${options.engine} takes its own on its command line`
         : `--${flags[given]} is for --engine llamacpp; the ${options.engine} runs no llama.cpp`,
     );
   }

@@ -5,7 +5,7 @@ import type { EmbedRequest, GenerateRequest, GenerateResponse, KvCosts, KvEvent,
  * role, which the worker decides.
  */
 export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & {
-  readonly kind: "llamacpp" | "mocker" | "llama-server";
+  readonly kind: "llamacpp" | "mocker" | "llama-server" | "vllm";
 };
 
 /** Instantaneous load of an engine. */

@@ -10,8 +10,9 @@ export {
   type PrefillOptions,
   type PrefillResult,
 } from "./engine.js";
+export { EngineServerEngine } from "./engine-server/engine-server-engine.js";
 export type { LlamaServerEngineOptions } from "./llama-server/llama-server-engine.js";
-export { LlamaServerEngine } from "./llama-server/llama-server-engine.js";
+export { connectLlamaServer } from "./llama-server/llama-server-engine.js";
 export { ggufEngineTokenizer } from "./llama-server/tokenizer-probe.js";
 export type { KvCacheType } from "./llamacpp/llama-context.js";
 export type { GpuChoice, LlamaBackend } from "./llamacpp/llama-runtime.js";
@@ -29,3 +30,5 @@ export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/m
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";
 export { loadTokenizer } from "./tokenizer-loader.js";
+export type { VllmEngineOptions } from "./vllm/vllm-engine.js";
+export { connectVllm } from "./vllm/vllm-engine.js";

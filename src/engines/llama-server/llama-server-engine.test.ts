@@ -3,8 +3,9 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../../protocol/index.js";
+import type { EngineServerEngine } from "../engine-server/engine-server-engine.js";
 import { completionBody } from "./completion-body.js";
-import { LlamaServerEngine } from "./llama-server-engine.js";
+import { connectLlamaServer } from "./llama-server-engine.js";
 import type { EngineTokenizer } from "./tokenizer-probe.js";
 
 // The request body llama-server gets, and what the engine does with answers no real llama-server
@@ -135,13 +136,13 @@ const sse = (res: ServerResponse, ...messages: unknown[]) => {
   for (const m of messages) res.write(`data: ${typeof m === "string" ? m : JSON.stringify(m)}\n\n`);
 };
 
-async function drain(engine: LlamaServerEngine, signal = new AbortController().signal): Promise<GenerateResponse[]> {
+async function drain(engine: EngineServerEngine, signal = new AbortController().signal): Promise<GenerateResponse[]> {
   const out: GenerateResponse[] = [];
   for await (const item of engine.generate(request(), { signal })) out.push(item);
   return out;
 }
 
-async function failure(engine: LlamaServerEngine): Promise<ArmatureError> {
+async function failure(engine: EngineServerEngine): Promise<ArmatureError> {
   const error = await drain(engine).then(
     () => undefined,
     (e: unknown) => e,
@@ -151,7 +152,7 @@ async function failure(engine: LlamaServerEngine): Promise<ArmatureError> {
 }
 
 test("a stream is read into token deltas, the stop type into the finish reason, cache_n into cached tokens", async () => {
-  const engine = await LlamaServerEngine.connect({ url, tokenizer });
+  const engine = await connectLlamaServer({ url, tokenizer });
   try {
     assert.deepEqual(
       [engine.info.kind, engine.info.maxSequences, engine.info.contextLength, engine.info.engineUrl],
@@ -178,7 +179,7 @@ test("a stream is read into token deltas, the stop type into the finish reason, 
 });
 
 test("garbage, an error message, a cut stream and a busy server each fail the request by name; none crashes", async () => {
-  const engine = await LlamaServerEngine.connect({ url, tokenizer });
+  const engine = await connectLlamaServer({ url, tokenizer });
   try {
     answer = (_req, res) => {
       sse(res, "{not json");
@@ -214,7 +215,7 @@ test("garbage, an error message, a cut stream and a busy server each fail the re
     answer = (_req, res) => {
       res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"code":503,"message":"Loading model"}}');
     };
-    const restored = await LlamaServerEngine.connect({ url, tokenizer });
+    const restored = await connectLlamaServer({ url, tokenizer });
     try {
       error = await failure(restored);
       assert.equal(error.code, "ENGINE_FAILED");
@@ -229,7 +230,7 @@ test("garbage, an error message, a cut stream and a busy server each fail the re
 });
 
 test("while /health fails, requests are refused retryably at once; when it answers again, served again", async () => {
-  const engine = await LlamaServerEngine.connect({ url, tokenizer, healthIntervalMs: 20 });
+  const engine = await connectLlamaServer({ url, tokenizer, healthIntervalMs: 20 });
   try {
     healthy = false;
     await new Promise((r) => setTimeout(r, 80));
@@ -251,7 +252,7 @@ test("while /health fails, requests are refused retryably at once; when it answe
 });
 
 test("cancelling a request closes its connection, and the stream ends cancelled", async () => {
-  const engine = await LlamaServerEngine.connect({ url, tokenizer });
+  const engine = await connectLlamaServer({ url, tokenizer });
   try {
     let closed!: () => void;
     const connectionClosed = new Promise<void>((resolve) => {
@@ -284,7 +285,7 @@ test("cancelling a request closes its connection, and the stream ends cancelled"
 test("a probe that tokenizes otherwise stops the start, naming both token lists", async () => {
   const other = { ...tokenizer, encode: () => [4, 5, 7] };
   await assert.rejects(
-    LlamaServerEngine.connect({ url, tokenizer: other }),
+    connectLlamaServer({ url, tokenizer: other }),
     /model\.gguf does not tokenize as the llama-server at .* is \[4,5,7\] here and \[4,5,6\] there/,
   );
 });

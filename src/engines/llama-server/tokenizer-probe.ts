@@ -61,11 +61,21 @@ export async function checkTokenizerAgrees(url: string, tokenizer: EngineTokeniz
       cause,
     });
   }
+  const mismatch = tokenizerMismatch(url, "llama-server", tokenizer, remote);
+  if (mismatch) throw mismatch;
+}
+
+/** The error for an engine that tokenized the probe as `remote`, when that is not what `tokenizer` gives. */
+export function tokenizerMismatch(
+  url: string,
+  kind: string,
+  tokenizer: EngineTokenizer,
+  remote: unknown,
+): ArmatureError | undefined {
   const local = tokenizer.encode(PROBE_TEXT);
-  if (!Array.isArray(remote) || remote.length !== local.length || remote.some((t, i) => t !== local[i])) {
-    throw new ArmatureError(
-      "CONFIG_INVALID",
-      `--model ${tokenizer.path} does not tokenize as the llama-server at ${url} does: ${JSON.stringify(PROBE_TEXT)} is ${JSON.stringify(local)} here and ${JSON.stringify(remote)} there; give the worker the GGUF that llama-server runs`,
-    );
-  }
+  if (Array.isArray(remote) && remote.length === local.length && remote.every((t, i) => t === local[i])) return undefined;
+  return new ArmatureError(
+    "CONFIG_INVALID",
+    `--model ${tokenizer.path} does not tokenize as the ${kind} at ${url} does: ${JSON.stringify(PROBE_TEXT)} is ${JSON.stringify(local)} here and ${JSON.stringify(remote)} there; give the worker the model file that ${kind} runs`,
+  );
 }

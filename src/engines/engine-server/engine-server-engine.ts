@@ -1,0 +1,190 @@
+import {
+  ArmatureError,
+  type FinishReason,
+  type GenerateRequest,
+  type GenerateResponse,
+  type KvEvent,
+  SseLineReader,
+} from "../../protocol/index.js";
+import type { Engine, EngineInfo, EngineLoad, GenerateOptions } from "../engine.js";
+import { engineHttpError, isHealthy } from "./engine-server-http.js";
+
+/** One stream message of an engine server, read. */
+export interface StreamChunk {
+  readonly tokens: readonly number[];
+  readonly finishReason?: FinishReason | undefined;
+  readonly cachedTokens?: number | undefined;
+  /** The last message: nothing follows. */
+  readonly done?: boolean | undefined;
+}
+
+/** What differs from one engine server to the next: the route, the body, the stream's messages. */
+export interface EngineServerDialect {
+  /** `llama-server`, `vllm`: in messages and errors. */
+  readonly kind: string;
+  /** The streaming generation route, e.g. `/completion`. */
+  readonly path: string;
+  /** The request body; throws `NOT_SUPPORTED` naming what the engine cannot do. */
+  body(request: GenerateRequest): Record<string, unknown>;
+  /** One SSE `data` payload; throws `ENGINE_FAILED` naming the URL on anything not the engine's. */
+  parse(data: string): StreamChunk;
+}
+
+/** The engine's own view of its load, where it publishes one (polled with its health). */
+export type EngineLoadReader = (url: string) => Promise<Partial<EngineLoad> | undefined>;
+
+export interface EngineServerEngineOptions {
+  readonly url: string;
+  readonly info: EngineInfo;
+  readonly dialect: EngineServerDialect;
+  /** Requests the engine runs at once (its slots, or sequences). */
+  readonly slots: number;
+  readonly healthIntervalMs?: number | undefined;
+  readonly readLoad?: EngineLoadReader | undefined;
+}
+
+/**
+ * An unmodified engine server driven over HTTP: armature's worker is its sidecar. Requests stream
+ * tokens in and out through the dialect; a cancelled request closes its connection, which is how
+ * engine servers learn of it. While `GET /health` does not answer, new requests are refused
+ * retryably (the frontend takes another worker), and a stream cut off by the engine's death fails
+ * retryably too, so it moves to another worker with the tokens it has. KV events, for engines that
+ * publish them, arrive through `emit` (a ZMQ subscription owned by whoever made the engine).
+ */
+export class EngineServerEngine implements Engine {
+  readonly info: EngineInfo;
+  readonly #o: EngineServerEngineOptions;
+  readonly #inflight = new Set<AbortController>();
+  readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
+  readonly #healthTimer: NodeJS.Timeout;
+  #reported: Partial<EngineLoad> | undefined;
+  #healthy = true;
+  #closed = false;
+  #onClose: (() => Promise<void>) | undefined;
+
+  constructor(options: EngineServerEngineOptions) {
+    this.#o = options;
+    this.info = options.info;
+    this.#healthTimer = setInterval(() => void this.#poll(), options.healthIntervalMs ?? 1000);
+    this.#healthTimer.unref();
+  }
+
+  /** KV events from the engine, handed to the worker's listeners. */
+  emit(events: readonly KvEvent[]): void {
+    for (const listener of this.#listeners) listener(events);
+  }
+
+  /** Runs at `close` (stops what feeds `emit`). */
+  onClose(hook: () => Promise<void>): void {
+    this.#onClose = hook;
+  }
+
+  async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
+    const { dialect, url } = this.#o;
+    if (options.importedKv) throw new ArmatureError("NOT_SUPPORTED", `a ${dialect.kind} worker serves aggregated only`);
+    const body = dialect.body(request);
+    if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", `the ${dialect.kind} worker for ${url} is closed`);
+    if (!this.#healthy) throw this.#unavailable("does not answer /health");
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    this.#inflight.add(controller);
+    let tokens = 0;
+    let finish: FinishReason | undefined;
+    let cachedTokens = 0;
+    let done = false;
+    try {
+      const response = await fetch(`${url}${dialect.path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify(body),
+        signal: controller.signal,
+      }).catch((cause: unknown) => {
+        if (options.signal.aborted) return undefined;
+        throw this.#unavailable(`refused the connection (${(cause as Error).message})`, cause);
+      });
+      if (response && !response.ok) throw await engineHttpError(dialect.kind, url, response);
+      if (response) {
+        const reader = new SseLineReader();
+        const decoder = new TextDecoder();
+        try {
+          for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
+            for (const data of reader.push(decoder.decode(piece, { stream: true }))) {
+              const chunk = dialect.parse(data);
+              if (chunk.tokens.length > 0) {
+                tokens += chunk.tokens.length;
+                yield { type: "token-delta", tokenIds: chunk.tokens };
+              }
+              finish = chunk.finishReason ?? finish;
+              cachedTokens = chunk.cachedTokens ?? cachedTokens;
+              done ||= chunk.done === true;
+            }
+            if (done) break;
+          }
+        } catch (error) {
+          if (!options.signal.aborted) {
+            if (error instanceof ArmatureError) throw error;
+            throw this.#unavailable(`cut the stream off (${(error as Error).message})`, error);
+          }
+        }
+      }
+      if (options.signal.aborted) finish = "cancelled";
+      else if (!finish) throw this.#unavailable("ended the stream without its last message");
+    } finally {
+      options.signal.removeEventListener("abort", onAbort);
+      this.#inflight.delete(controller);
+      // Closing the connection is how an engine server learns a request was cancelled.
+      controller.abort();
+    }
+    yield {
+      type: "request-end",
+      finishReason: finish,
+      promptTokens: request.tokenIds.length,
+      completionTokens: tokens,
+      cachedTokens,
+    };
+  }
+
+  onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Engines that publish events cannot be asked for a dump; readers recover by replay instead. */
+  dumpKvEvents(): KvEvent[] {
+    return [];
+  }
+
+  /** What this worker sent and has not seen end, against the slots; the engine's own report where polled. */
+  load(): EngineLoad {
+    const count = this.#inflight.size;
+    const slots = this.#o.slots;
+    const reported = this.#reported;
+    return {
+      activeRequests: Math.max(Math.min(count, slots), reported?.activeRequests ?? 0),
+      waitingRequests: Math.max(count - slots, reported?.waitingRequests ?? 0, 0),
+      activeKvBlocks: reported?.activeKvBlocks ?? 0,
+      totalKvBlocks: this.info.totalKvBlocks,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#healthTimer);
+    for (const controller of this.#inflight) controller.abort();
+    await this.#onClose?.();
+  }
+
+  async #poll(): Promise<void> {
+    this.#healthy = await isHealthy(this.#o.url, 2000);
+    if (this.#healthy && this.#o.readLoad) this.#reported = await this.#o.readLoad(this.#o.url).catch(() => undefined);
+  }
+
+  #unavailable(what: string, cause?: unknown): ArmatureError {
+    this.#healthy = false;
+    return new ArmatureError("WORKER_UNAVAILABLE", `${this.#o.dialect.kind} at ${this.#o.url} ${what}`, {
+      retryable: true,
+      cause,
+    });
+  }
+}

@@ -1,0 +1,182 @@
+import { ArmatureError, type FinishReason } from "../../protocol/index.js";
+import type { EngineInfo, EngineLoad } from "../engine.js";
+import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
+import { engineUrl, getJson, waitHealthy } from "../engine-server/engine-server-http.js";
+import { type EngineTokenizer, PROBE_TEXT, tokenizerMismatch } from "../llama-server/tokenizer-probe.js";
+import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
+import { vllmCompletionBody } from "./vllm-completion-body.js";
+
+export interface VllmEngineOptions {
+  /** Where `vllm serve` listens (`--engine-url`). */
+  readonly url: string;
+  /** The model's tokenizer as the worker reads it (the GGUF vLLM serves). */
+  readonly tokenizer: EngineTokenizer;
+  /** vLLM's KV event publisher (`--kv-events-endpoint`, its `endpoint` with the host to reach). */
+  readonly kvEventsEndpoint?: string | undefined;
+  /** Its replay socket (`--kv-events-replay-endpoint`). */
+  readonly kvEventsReplayEndpoint?: string | undefined;
+  /** `--block-size`, when given: checked against vLLM's own. */
+  readonly blockSize?: number | undefined;
+  readonly startTimeoutMs?: number | undefined;
+  readonly healthIntervalMs?: number | undefined;
+  /** A KV event batch dropped (malformed, a gap not filled, another attention group's). */
+  readonly onDroppedEvents?: ((reason: string) => void) | undefined;
+}
+
+const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", abort: "cancelled" };
+
+/**
+ * An unmodified `vllm serve`, driven on its OpenAI `/v1/completions` with token ids in and out
+ * (`return_token_ids`), its prefix cache followed through its ZMQ KV events (both encodings), its
+ * load read from its Prometheus `/metrics`. Its block size is vLLM's resolved one
+ * (`vllm:cache_config_info`); a `--block-size` that differs stops the start.
+ */
+export async function connectVllm(options: VllmEngineOptions): Promise<EngineServerEngine> {
+  const url = engineUrl(options.url);
+  await waitHealthy("vllm", url, options.startTimeoutMs ?? 60_000);
+  const models = (await getJson("vllm", url, "/v1/models")) as { data?: { id?: unknown; max_model_len?: unknown }[] };
+  const card = models.data?.[0];
+  if (typeof card?.id !== "string")
+    throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: GET /v1/models lists no model; is it a vllm?`);
+  const cache = await readCacheConfig(url);
+  if (options.blockSize !== undefined && options.blockSize !== cache.blockSize) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--block-size ${options.blockSize}: the vllm at ${url} stores blocks of ${cache.blockSize} tokens (vllm:cache_config_info); leave --block-size out or give ${cache.blockSize}`,
+    );
+  }
+  await checkVllmTokenizer(url, card.id, options.tokenizer);
+  const servedModel = card.id;
+  const contextLength = Number.isInteger(card.max_model_len) ? (card.max_model_len as number) : 4096;
+  const { tokenizer } = options;
+  const info: EngineInfo = {
+    kind: "vllm",
+    backend: "vllm",
+    blockSize: cache.blockSize,
+    totalKvBlocks: cache.blocks,
+    maxBatchedTokens: contextLength,
+    maxSequences: 256,
+    contextLength,
+    tokenizer: { kind: "gguf", path: tokenizer.path },
+    chatTemplate: tokenizer.chatTemplate,
+    eosTokenIds: tokenizer.eosTokenIds,
+    bosToken: tokenizer.bosToken,
+    eosToken: tokenizer.eosToken,
+    publishesKvEvents: options.kvEventsEndpoint !== undefined,
+    engineUrl: url,
+  };
+  const engine = new EngineServerEngine({
+    url,
+    info,
+    dialect: vllmDialect(url, servedModel),
+    slots: 256,
+    healthIntervalMs: options.healthIntervalMs,
+    readLoad: (at) => readVllmLoad(at, cache.blocks),
+  });
+  if (options.kvEventsEndpoint) {
+    const stream = new EngineKvEventStream({
+      endpoint: options.kvEventsEndpoint,
+      replayEndpoint: options.kvEventsReplayEndpoint,
+      blockSize: cache.blockSize,
+      onEvents: (events) => engine.emit(events),
+      onDropped: (reason) => options.onDroppedEvents?.(reason),
+      onFatal: (message) => process.emitWarning(`vllm at ${url}: ${message}`, "ArmatureWarning"),
+    });
+    stream.start();
+    engine.onClose(() => stream.close());
+  }
+  return engine;
+}
+
+function vllmDialect(url: string, servedModel: string): EngineServerDialect {
+  return {
+    kind: "vllm",
+    path: "/v1/completions",
+    body: (request) => vllmCompletionBody(request, servedModel),
+    parse: (data) => parseVllmChunk(url, data),
+  };
+}
+
+/** One chunk of vLLM's completion stream: token ids and finish reason, then usage, then `[DONE]`. */
+export function parseVllmChunk(url: string, data: string): StreamChunk {
+  if (data === "[DONE]") return { tokens: [], done: true };
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw notVllm(url, `a stream message that is not JSON: ${data.slice(0, 120)}`);
+  }
+  const message = value as {
+    choices?: { token_ids?: unknown; finish_reason?: unknown }[];
+    usage?: { prompt_tokens_details?: { cached_tokens?: unknown } | null } | null;
+    error?: { message?: unknown };
+  };
+  if (message === null || typeof message !== "object") throw notVllm(url, "a stream message that is not an object");
+  if (message.error)
+    throw new ArmatureError("ENGINE_FAILED", `vllm at ${url} failed the request: ${String(message.error.message)}`);
+  if (!Array.isArray(message.choices)) throw notVllm(url, "a stream message without choices");
+  const choice = message.choices[0];
+  const tokens = choice?.token_ids ?? [];
+  if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t) && t >= 0)) {
+    throw notVllm(url, "a chunk whose token_ids are not token ids (is vLLM older than 0.10, without return_token_ids?)");
+  }
+  const reason = choice?.finish_reason;
+  const finishReason = reason === null || reason === undefined ? undefined : FINISH[String(reason)];
+  if (reason !== null && reason !== undefined && !finishReason) throw notVllm(url, `a finish_reason ${JSON.stringify(reason)}`);
+  const cached = message.usage?.prompt_tokens_details?.cached_tokens;
+  return { tokens, finishReason, ...(Number.isInteger(cached) ? { cachedTokens: cached as number } : {}) };
+}
+
+function notVllm(url: string, what: string): ArmatureError {
+  return new ArmatureError("ENGINE_FAILED", `vllm at ${url} sent ${what}`);
+}
+
+/** `vllm:cache_config_info`'s labels: the resolved block size and the KV blocks on the device. */
+async function readCacheConfig(url: string): Promise<{ blockSize: number; blocks: number }> {
+  const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })
+    .then((r) => r.text())
+    .catch(() => "");
+  const line = /^vllm:cache_config_info\{([^}]*)\}/m.exec(text)?.[1] ?? "";
+  const label = (name: string) => Number(new RegExp(`${name}="(\\d+)"`).exec(line)?.[1]);
+  const blockSize = label("block_size");
+  const blocks = label("num_gpu_blocks");
+  if (!Number.isInteger(blockSize) || blockSize < 1) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--engine-url ${url}: GET /metrics has no vllm:cache_config_info with a block_size; is it a vllm?`,
+    );
+  }
+  return { blockSize, blocks: Number.isInteger(blocks) ? blocks : 0 };
+}
+
+async function readVllmLoad(url: string, totalBlocks: number): Promise<Partial<EngineLoad> | undefined> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
+  const gauge = (name: string) => Number(new RegExp(`^vllm:${name}(?:\\{[^}]*\\})? ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
+  const running = gauge("num_requests_running");
+  const waiting = gauge("num_requests_waiting");
+  const usage = gauge("kv_cache_usage_perc");
+  return {
+    ...(Number.isFinite(running) ? { activeRequests: running } : {}),
+    ...(Number.isFinite(waiting) ? { waitingRequests: waiting } : {}),
+    ...(Number.isFinite(usage) ? { activeKvBlocks: Math.round(usage * totalBlocks) } : {}),
+  };
+}
+
+async function checkVllmTokenizer(url: string, model: string, tokenizer: EngineTokenizer): Promise<void> {
+  let remote: unknown;
+  try {
+    const response = await fetch(`${url}/tokenize`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: PROBE_TEXT, add_special_tokens: false }),
+      signal: AbortSignal.timeout(5000),
+    });
+    remote = ((await response.json()) as { tokens?: unknown }).tokens;
+  } catch (cause) {
+    throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: POST /tokenize failed (${(cause as Error).message})`, {
+      cause,
+    });
+  }
+  const mismatch = tokenizerMismatch(url, "vllm", tokenizer, remote);
+  if (mismatch) throw mismatch;
+}

@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
+import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { type FakeVllm, startFakeVllm } from "../helpers/fake-vllm.js";
+
+// `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-vllm.ts: its
+// OpenAI routes, /metrics and ZMQ KV event publisher with replay; no vLLM runs on these machines),
+// one publishing events as tagged arrays, the other as maps (vLLM 0.26). The router follows their
+// caches from the events alone: prefixes cached by requests armature never sent attract its requests.
+
+let model: string;
+let tokenizer: Tokenizer;
+let engines: FakeVllm[];
+let server: ServeProcess;
+let client: OpenAI;
+const MODEL = "armature-tiny-v2";
+const BLOCK = 16;
+
+before(async () => {
+  model = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-vllm-")));
+  tokenizer = await loadTokenizer({ kind: "gguf", path: model });
+  const tokenize = (text: string) => tokenizer.encode(text);
+  engines = [await startFakeVllm({ tokenize, form: "array" }), await startFakeVllm({ tokenize, form: "map" })];
+  const args = ["--engine", "vllm", "--model", model];
+  for (const e of engines) {
+    args.push("--engine-url", e.url, "--kv-events-endpoint", e.eventsEndpoint, "--kv-events-replay-endpoint", e.replayEndpoint);
+  }
+  server = await startServe(args);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+});
+after(async () => {
+  assert.equal(await server.stop("SIGTERM"), 0, server.output());
+  await Promise.all(engines.map((e) => e.close()));
+});
+
+/** The double's tokens for a prompt: each the last times 31 plus 7, modulo 200. */
+function expectedTokens(prompt: readonly number[], count: number): number[] {
+  const out: number[] = [];
+  let last = prompt.at(-1) ?? 0;
+  for (let i = 0; i < count; i++) {
+    last = (last * 31 + 7) % 200;
+    out.push(last);
+  }
+  return out;
+}
+
+/** A prompt of `blocks` whole blocks nobody sent before. */
+let nonce = 0;
+function freshPrompt(blocks: number): number[] {
+  nonce++;
+  return Array.from({ length: blocks * BLOCK }, (_, i) => 40 + ((nonce * 13 + i * 7) % 90));
+}
+
+/** Sends `prompt` to a vLLM directly, as another client of it would (armature does not see it). */
+async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promise<void> {
+  const response = await fetch(`${engine.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "fake-model", prompt, max_tokens: 1, stream: true }),
+  });
+  await response.text();
+}
+
+async function workerOf(engine: FakeVllm): Promise<string> {
+  const health = (await (await fetch(`${server.url}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
+  return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
+}
+
+test("tokens in and out: the completion is the engine's token ids, detokenized, with its usage", async () => {
+  const prompt = freshPrompt(1);
+  const response = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0 });
+  assert.equal(response.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 12)));
+  assert.equal(response.choices[0]?.finish_reason, "length");
+  assert.equal(response.usage?.completion_tokens, 12);
+  assert.equal(response.usage?.prompt_tokens, prompt.length);
+});
+
+for (const index of [0, 1]) {
+  test(`a prefix another client cached on the ${index === 0 ? "array" : "map"}-form vLLM draws armature's requests there`, async () => {
+    const engine = engines[index] as FakeVllm;
+    const prefix = freshPrompt(6);
+    await sendDirectly(engine, prefix);
+    await new Promise((r) => setTimeout(r, 200));
+    const { data, response } = await client.completions
+      .create({ model: MODEL, prompt: [...prefix, 5, 6, 7], max_tokens: 2, temperature: 0 })
+      .withResponse();
+    assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+    assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 6 * BLOCK);
+  });
+}
+
+test("a batch the subscriber missed is fetched from the replay socket at the next one", async () => {
+  const engine = engines[1] as FakeVllm;
+  const missed = freshPrompt(5);
+  // The other vLLM holds the first 2 blocks: without the replayed batch, routing would go there.
+  await sendDirectly(engines[0] as FakeVllm, missed.slice(0, 2 * BLOCK));
+  engine.dropNext(1);
+  await sendDirectly(engine, missed);
+  // The next batch shows the gap; its replay brings the missed one.
+  await sendDirectly(engine, freshPrompt(1));
+  await new Promise((r) => setTimeout(r, 300));
+  const { response, data } = await client.completions
+    .create({ model: MODEL, prompt: [...missed, 9], max_tokens: 2, temperature: 0 })
+    .withResponse();
+  assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+  assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 5 * BLOCK);
+});
+
+test("a --block-size other than vLLM's stops the start, naming both sizes", async () => {
+  const engine = engines[0] as FakeVllm;
+  const error = await startServe(["--engine", "vllm", "--model", model, "--engine-url", engine.url, "--block-size", "32"]).then(
+    async (s) => {
+      await s.stop();
+      return undefined;
+    },
+    (e: Error) => e,
+  );
+  assert.match(String(error?.message), /--block-size 32: the vllm at .* stores blocks of 16 tokens/);
+});
+
+test("event endpoints that do not pair with the engine URLs, and a vllm worker without --model, are refused by name", async () => {
+  const refused = async (args: string[]) =>
+    startServe(args).then(
+      async (s) => {
+        await s.stop();
+        return "started";
+      },
+      (e: Error) => e.message,
+    );
+  const [a, b] = engines as [FakeVllm, FakeVllm];
+  assert.match(
+    await refused([
+      "--engine",
+      "vllm",
+      "--model",
+      model,
+      "--engine-url",
+      a.url,
+      "--engine-url",
+      b.url,
+      "--kv-events-endpoint",
+      a.eventsEndpoint,
+    ]),
+    /--kv-events-endpoint was given 1 times for 2 --engine-url/,
+  );
+  assert.match(
+    await refused(["--engine", "vllm", "--model", model, "--engine-url", a.url, "--kv-events-replay-endpoint", a.replayEndpoint]),
+    /--kv-events-replay-endpoint was given 1 times for 0 --kv-events-endpoint/,
+  );
+  assert.match(
+    await refused(["--engine", "vllm", "--engine-url", a.url]),
+    /--model is needed: a vllm worker reads the model's tokenizer/,
+  );
+  assert.match(
+    await refused([
+      "--engine",
+      "llama-server",
+      "--model",
+      model,
+      "--engine-url",
+      a.url,
+      "--kv-events-endpoint",
+      a.eventsEndpoint,
+    ]),
+    /--kv-events-endpoint: llama-server publishes no KV events/,
+  );
+});

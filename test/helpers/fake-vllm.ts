@@ -1,0 +1,252 @@
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { encode } from "@msgpack/msgpack";
+import { Publisher, Router } from "zeromq";
+import { freePort } from "./nats-server.js";
+
+/**
+ * A wire-faithful stand-in for `vllm serve` with `--kv-events-config` (no vLLM runs on these
+ * machines): the OpenAI routes armature's vllm worker uses (`/health`, `/v1/models`, `/tokenize`,
+ * streaming `/v1/completions` with `return_token_ids` and usage), Prometheus `/metrics` with
+ * `vllm:cache_config_info`, and the KV event publisher: a ZMQ PUB of `[topic, seq u64 BE, msgpack
+ * EventBatch]` and its ROUTER replay socket, events as tagged arrays (vLLM before mid-2026) or maps
+ * (0.26 on). Its "engine" is a prefix cache of whole blocks with engine hashes of its own (SHA-256,
+ * as vLLM's default): a prompt's cached blocks are reported as `cached_tokens`, its new full blocks
+ * published as `BlockStored`. Generated text is a deterministic function of the prompt.
+ */
+export interface FakeVllm {
+  readonly url: string;
+  readonly eventsEndpoint: string;
+  readonly replayEndpoint: string;
+  /** Batches published so far. */
+  readonly published: number;
+  /** Publishes nothing for the next `n` batches' sequence numbers (they stay in the replay buffer). */
+  dropNext(n: number): void;
+  /** Empties the cache and numbers batches from 0 again, as a restarted vLLM does. */
+  restart(): void;
+  close(): Promise<void>;
+}
+
+export interface FakeVllmSettings {
+  /** `encode(text)` of the model's tokenizer (the GGUF the worker reads). */
+  readonly tokenize: (text: string) => readonly number[];
+  readonly blockSize?: number;
+  readonly form?: "array" | "map";
+  readonly servedModel?: string;
+  readonly vocabSize?: number;
+}
+
+export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVllm> {
+  const blockSize = settings.blockSize ?? 16;
+  const form = settings.form ?? "array";
+  const served = settings.servedModel ?? "fake-model";
+  const vocab = settings.vocabSize ?? 200;
+  const cache = new Map<string, bigint>();
+  const buffer: { seq: bigint; payload: Uint8Array }[] = [];
+  let seq = 0n;
+  let drop = 0;
+  let published = 0;
+  let running = 0;
+
+  const publisher = new Publisher({ linger: 0 });
+  const router = new Router({ linger: 0 });
+  const eventsPort = await freePort();
+  const replayPort = await freePort();
+  await publisher.bind(`tcp://127.0.0.1:${eventsPort}`);
+  await router.bind(`tcp://127.0.0.1:${replayPort}`);
+  void (async () => {
+    try {
+      for await (const [identity, , start] of router) {
+        const from = Buffer.from(start as Uint8Array).readBigUInt64BE();
+        for (const batch of buffer) {
+          if (batch.seq >= from) await router.send([identity as Buffer, Buffer.alloc(0), u64(batch.seq), batch.payload]);
+        }
+        await router.send([identity as Buffer, Buffer.alloc(0), i64(-1n), Buffer.alloc(0)]);
+      }
+    } catch {
+      // closed
+    }
+  })();
+
+  const engineHash = (parent: bigint | null, tokens: readonly number[]): bigint =>
+    createHash("sha256")
+      .update(`${parent ?? "none"}:${tokens.join(",")}`)
+      .digest()
+      .readBigUInt64BE(0);
+
+  const storedEvent = (hashes: bigint[], parent: bigint | null, tokens: number[]) =>
+    form === "array"
+      ? ["BlockStored", hashes, parent, tokens, blockSize, null, "GPU", null, null]
+      : {
+          type: "BlockStored",
+          block_hashes: hashes,
+          parent_block_hash: parent,
+          token_ids: tokens,
+          block_size: blockSize,
+          lora_id: null,
+          medium: "GPU",
+          lora_name: null,
+          extra_keys: hashes.map(() => null),
+          group_idx: 0,
+          kv_cache_spec_kind: "full_attention",
+        };
+
+  const publish = async (events: unknown[]): Promise<void> => {
+    const payload = encode([Date.now() / 1000, events, 0], { useBigInt64: true });
+    const mine = seq++;
+    buffer.push({ seq: mine, payload });
+    if (buffer.length > 10_000) buffer.shift();
+    if (drop > 0) {
+      drop--;
+      return;
+    }
+    published++;
+    await publisher.send([Buffer.from("kv-events"), u64(mine), payload]);
+  };
+
+  /** Caches the prompt's full blocks: how many were there already, and the events for the rest. */
+  const admit = async (prompt: readonly number[]): Promise<number> => {
+    let parent: bigint | null = null;
+    let cached = 0;
+    const fresh: bigint[] = [];
+    const freshTokens: number[] = [];
+    let freshParent: bigint | null = null;
+    for (let b = 0; (b + 1) * blockSize <= prompt.length; b++) {
+      const tokens = prompt.slice(b * blockSize, (b + 1) * blockSize);
+      const key = `${parent}:${tokens.join(",")}`;
+      const known = cache.get(key);
+      if (known !== undefined && fresh.length === 0) {
+        cached += blockSize;
+        parent = known;
+        continue;
+      }
+      const hash = engineHash(parent, tokens);
+      if (fresh.length === 0) freshParent = parent;
+      cache.set(key, hash);
+      fresh.push(hash);
+      freshTokens.push(...tokens);
+      parent = hash;
+    }
+    if (fresh.length > 0) await publish([storedEvent(fresh, freshParent, freshTokens)]);
+    return cached;
+  };
+
+  const json = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
+  const read = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return JSON.parse(Buffer.concat(chunks).toString() || "{}") as Record<string, unknown>;
+  };
+
+  const server: Server = createServer(async (req, res) => {
+    if (req.url === "/health") return void res.writeHead(200).end();
+    if (req.url === "/v1/models") {
+      return json(res, 200, { object: "list", data: [{ id: served, object: "model", owned_by: "vllm", max_model_len: 4096 }] });
+    }
+    if (req.url === "/metrics") {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      return void res.end(
+        [
+          "# TYPE vllm:cache_config_info gauge",
+          `vllm:cache_config_info{block_size="${blockSize}",cache_dtype="auto",enable_prefix_caching="True",num_gpu_blocks="4096"} 1.0`,
+          "# TYPE vllm:num_requests_running gauge",
+          `vllm:num_requests_running{engine="0",model_name="${served}"} ${running}`,
+          "# TYPE vllm:num_requests_waiting gauge",
+          `vllm:num_requests_waiting{engine="0",model_name="${served}"} 0.0`,
+          "# TYPE vllm:kv_cache_usage_perc gauge",
+          `vllm:kv_cache_usage_perc{engine="0",model_name="${served}"} ${(cache.size / 4096).toFixed(4)}`,
+          "",
+        ].join("\n"),
+      );
+    }
+    if (req.url === "/tokenize" && req.method === "POST") {
+      const body = await read(req);
+      const tokens = settings.tokenize(String(body.prompt));
+      return json(res, 200, { count: tokens.length, max_model_len: 4096, tokens });
+    }
+    if (req.url === "/v1/completions" && req.method === "POST") {
+      const body = await read(req);
+      const prompt = body.prompt as number[];
+      if (body.model !== served)
+        return json(res, 404, {
+          error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
+        });
+      const maxTokens = Number(body.max_tokens);
+      running++;
+      const cached = await admit(prompt);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const id = `cmpl-${Math.random().toString(16).slice(2)}`;
+      const created = Math.floor(Date.now() / 1000);
+      let last = prompt.at(-1) ?? 0;
+      let closed = false;
+      res.on("close", () => {
+        closed = true;
+      });
+      for (let i = 0; i < maxTokens && !closed; i++) {
+        last = (last * 31 + 7) % vocab;
+        const finish = i === maxTokens - 1 ? "length" : null;
+        const chunk = {
+          id,
+          object: "text_completion",
+          created,
+          model: served,
+          choices: [{ index: 0, text: "x", token_ids: [last], logprobs: null, finish_reason: finish, stop_reason: null }],
+          usage: null,
+        };
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        await new Promise((r) => setImmediate(r));
+      }
+      running--;
+      if (closed) return;
+      const usage = {
+        prompt_tokens: prompt.length,
+        completion_tokens: maxTokens,
+        total_tokens: prompt.length + maxTokens,
+        prompt_tokens_details: { cached_tokens: cached },
+      };
+      res.write(`data: ${JSON.stringify({ id, object: "text_completion", created, model: served, choices: [], usage })}\n\n`);
+      return void res.end("data: [DONE]\n\n");
+    }
+    json(res, 404, { detail: "Not Found" });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    eventsEndpoint: `tcp://127.0.0.1:${eventsPort}`,
+    replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
+    get published() {
+      return published;
+    },
+    dropNext(n) {
+      drop = n;
+    },
+    restart() {
+      cache.clear();
+      buffer.length = 0;
+      seq = 0n;
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      publisher.close();
+      router.close();
+    },
+  };
+}
+
+function u64(value: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(value);
+  return b;
+}
+
+function i64(value: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(value);
+  return b;
+}
