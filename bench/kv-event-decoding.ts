@@ -41,7 +41,9 @@ function batches(form: "array" | "map"): Uint8Array[] {
 }
 
 console.log(`KV event decoding, one core — ${machine()}`);
-console.log(`${BATCHES} batches × ${EVENTS_PER_BATCH} BlockStored × ${BLOCKS_PER_EVENT} blocks of ${BLOCK} tokens, best of ${ROUNDS}\n`);
+console.log(
+  `${BATCHES} batches × ${EVENTS_PER_BATCH} BlockStored × ${BLOCKS_PER_EVENT} blocks of ${BLOCK} tokens, best of ${ROUNDS}\n`,
+);
 console.log("| encoding | bytes per block | blocks/s | µs per batch |");
 console.log("|---|---:|---:|---:|");
 for (const form of ["array", "map"] as const) {

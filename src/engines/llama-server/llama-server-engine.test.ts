@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../../protocol/index.js";
 import type { EngineServerEngine } from "../engine-server/engine-server-engine.js";
 import { completionBody } from "./completion-body.js";
-import { connectLlamaServer } from "./llama-server-engine.js";
+import { connectLlamaServer, parseLlamaServerMetrics } from "./llama-server-engine.js";
 import type { EngineTokenizer } from "./tokenizer-probe.js";
 
 // The request body llama-server gets, and what the engine does with answers no real llama-server
@@ -288,4 +288,22 @@ test("a probe that tokenizes otherwise stops the start, naming both token lists"
     connectLlamaServer({ url, tokenizer: other }),
     /model\.gguf does not tokenize as the llama-server at .* is \[4,5,7\] here and \[4,5,6\] there/,
   );
+});
+
+test("llama-server's /metrics gauges become the worker's load: what it runs and what it defers", () => {
+  // The exposition llama-server writes with --metrics (tools/server: "llamacpp:" + name + " " + value).
+  const text = [
+    "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.",
+    "# TYPE llamacpp:prompt_tokens_total counter",
+    "llamacpp:prompt_tokens_total 1024",
+    "# HELP llamacpp:requests_processing Number of requests processing.",
+    "# TYPE llamacpp:requests_processing gauge",
+    "llamacpp:requests_processing 3",
+    "# HELP llamacpp:requests_deferred Number of requests deferred.",
+    "# TYPE llamacpp:requests_deferred gauge",
+    "llamacpp:requests_deferred 2",
+    "",
+  ].join("\n");
+  assert.deepEqual(parseLlamaServerMetrics(text), { activeRequests: 3, waitingRequests: 2 });
+  assert.deepEqual(parseLlamaServerMetrics("no metrics here"), {});
 });

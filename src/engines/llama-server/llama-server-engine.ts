@@ -1,5 +1,5 @@
 import { ArmatureError, type FinishReason } from "../../protocol/index.js";
-import type { EngineInfo } from "../engine.js";
+import type { EngineInfo, EngineLoad } from "../engine.js";
 import { EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, waitHealthy } from "../engine-server/engine-server-http.js";
 import { completionBody } from "./completion-body.js";
@@ -94,6 +94,29 @@ export function parseLlamaServerChunk(url: string, data: string): StreamChunk {
     finishReason,
     cachedTokens: Number.isInteger(cached) && (cached as number) >= 0 ? (cached as number) : 0,
     done: true,
+  };
+}
+
+/**
+ * llama-server's own count of what it runs and defers (its `/metrics`, with `--metrics`): other
+ * clients' requests too. Without `--metrics` (501), nothing: the worker's own count stands.
+ */
+export async function readLlamaServerLoad(url: string): Promise<Partial<EngineLoad> | undefined> {
+  const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) });
+  if (!response.ok) {
+    await response.body?.cancel();
+    return undefined;
+  }
+  return parseLlamaServerMetrics(await response.text());
+}
+
+export function parseLlamaServerMetrics(text: string): Partial<EngineLoad> {
+  const gauge = (name: string) => Number(new RegExp(`^llamacpp:${name} ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
+  const processing = gauge("requests_processing");
+  const deferred = gauge("requests_deferred");
+  return {
+    ...(Number.isFinite(processing) ? { activeRequests: processing } : {}),
+    ...(Number.isFinite(deferred) ? { waitingRequests: deferred } : {}),
   };
 }
 
