@@ -3,7 +3,10 @@ import type { Tokenizer } from "../engines/index.js";
 /**
  * Turns a token stream into text deltas without ever splitting a UTF-8 character: text whose
  * decoding still ends in U+FFFD waits for the next token (vLLM's prefix/read offset scheme), so
- * concatenated deltas equal decoding all tokens at once.
+ * concatenated deltas equal decoding all tokens at once. Text that ends in a space waits too:
+ * tokenizers that clean up spaces (llama.cpp's BPE vocabularies, Hugging Face's
+ * `clean_up_tokenization_spaces`) drop a space before `,` `.` `?` `!` and some apostrophes, which
+ * only the next token tells.
  */
 export class IncrementalDetokenizer {
   readonly #tokenizer: Tokenizer;
@@ -20,7 +23,7 @@ export class IncrementalDetokenizer {
     for (const t of tokenIds) this.#tokens.push(t);
     const prefixText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset, this.#readOffset));
     const fullText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset));
-    if (fullText.length > prefixText.length && !fullText.endsWith("\uFFFD")) {
+    if (fullText.length > prefixText.length && !fullText.endsWith("\uFFFD") && !fullText.endsWith(" ")) {
       this.#prefixOffset = this.#readOffset;
       this.#readOffset = this.#tokens.length;
       return fullText.slice(prefixText.length);

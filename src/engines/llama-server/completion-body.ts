@@ -1,4 +1,5 @@
 import { randomInt } from "node:crypto";
+import { compileJsonSchema, toGbnf } from "../../grammar/index.js";
 import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
 
 /**
@@ -37,7 +38,8 @@ export function completionBody(request: GenerateRequest): Record<string, unknown
       ? { logit_bias: sampling.logitBias.map((entry) => [entry.token, entry.bias]) }
       : {}),
     ...(request.ignoreEos ? { ignore_eos: true } : {}),
-    ...(request.constraint?.type === "json_schema" ? { json_schema: request.constraint.schema } : {}),
+    // armature's own grammar of the schema (src/grammar), so llama-server holds to what armature enforces.
+    ...(request.constraint?.type === "json_schema" ? { grammar: toGbnf(compileJsonSchema(request.constraint.schema)) } : {}),
     ...(request.constraint?.type === "json_object" ? { json_schema: {} } : {}),
   };
 }

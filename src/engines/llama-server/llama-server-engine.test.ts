@@ -82,8 +82,11 @@ test("sampled: each field mapped one by one; seeds taken modulo 2^32; logit_bias
   assert.equal(body.ignore_eos, true);
   assert.deepEqual(body.json_schema, {});
   assert.equal(completionBody(request({ sampling: { temperature: 1, seed: -1 } })).seed, 2 ** 32 - 1);
-  const schema = { type: "object", properties: { a: { type: "integer" } } };
-  assert.deepEqual(completionBody(request({ constraint: { type: "json_schema", schema } })).json_schema, schema);
+  // A schema goes as armature's own grammar of it, so llama-server holds to what armature enforces.
+  const schema = { type: "object", properties: { a: { type: "integer", minimum: 1, maximum: 7 } }, required: ["a"] };
+  const grammar = completionBody(request({ constraint: { type: "json_schema", schema } })).grammar as string;
+  assert.match(grammar, /^root ::= /);
+  assert.match(grammar, /\[\\x31-\\x37\]/);
 });
 
 test("what llama-server cannot do is refused naming the field", () => {

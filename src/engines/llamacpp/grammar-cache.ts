@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
+import { compileJsonSchema, SchemaRefusal, toGbnf } from "../../grammar/index.js";
 import { ArmatureError, type ResponseConstraint } from "../../protocol/index.js";
 
 /**
@@ -34,8 +35,8 @@ export class GrammarCache {
       grammar =
         constraint.type === "json_object"
           ? this.#llama.getGrammarFor("json")
-          : // biome-ignore lint/suspicious/noExplicitAny: the schema is validated by llama.cpp's converter.
-            (this.#llama.createGrammarForJsonSchema(constraint.schema as any) as Promise<LlamaGrammar>);
+          : // armature's own compiler (src/grammar): every keyword enforced, or refused by name.
+            Promise.resolve().then(() => this.#llama.createGrammar({ grammar: toGbnf(compileJsonSchema(constraint.schema)) }));
     }
     this.#grammars.set(key, grammar);
     while (this.#grammars.size > this.#limit) this.#grammars.delete(this.#grammars.keys().next().value as string);
@@ -43,9 +44,10 @@ export class GrammarCache {
       return await grammar;
     } catch (cause) {
       this.#grammars.delete(key);
-      throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${String(cause)}`, {
+      const param = cause instanceof SchemaRefusal ? `response_format.json_schema.schema${cause.pointer}` : "response_format";
+      throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${(cause as Error).message}`, {
         cause,
-        param: "response_format",
+        param,
       });
     }
   }

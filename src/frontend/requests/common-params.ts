@@ -1,3 +1,4 @@
+import { compileJsonSchema, SchemaRefusal } from "../../grammar/index.js";
 import type { ResponseConstraint, SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
@@ -116,10 +117,21 @@ function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
           `'response_format.json_schema.schema' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`,
         );
       }
+      refuseUnenforceable(schema);
       return { type: "json_schema", schema };
     }
     default:
       throw invalid("response_format.type", "'response_format.type' must be one of text, json_object, json_schema");
+  }
+}
+
+/** A keyword the grammar cannot enforce: 400 naming it, `param` the schema's path and the keyword's pointer. */
+function refuseUnenforceable(schema: Body): void {
+  try {
+    compileJsonSchema(schema);
+  } catch (error) {
+    if (!(error instanceof SchemaRefusal)) throw error;
+    throw invalid(`response_format.json_schema.schema${error.pointer}`, `'response_format.json_schema.schema': ${error.message}`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { compileJsonSchema, SchemaRefusal } from "../../grammar/index.js";
 import { ArmatureError, type ModelCard, type ResponseConstraint } from "../../protocol/index.js";
 import { newToolCallId } from "./call-ids.js";
 import { ConstrainedCallStream } from "./constrained-stream.js";
@@ -36,10 +37,30 @@ export function planToolCalls(
         { param: "tool_choice" },
       );
     }
+    refuseUnenforceable(tools, constraint);
     return { mode: "constrained", constraint };
   }
   const parser = parserName ? toolCallParser(parserName) : inferToolCallParser(card.chatTemplate);
   return parser ? { mode: "parse", parser, parallel: tools.parallel } : { mode: "text" };
+}
+
+/**
+ * Compiles the call schema here, before any worker is asked, so a keyword of a tool's parameters
+ * that cannot be enforced is refused naming the tool and the keyword's pointer in its parameters.
+ */
+function refuseUnenforceable(tools: ToolRequest, constraint: ResponseConstraint): void {
+  if (constraint.type !== "json_schema") return;
+  try {
+    compileJsonSchema(constraint.schema);
+  } catch (error) {
+    if (!(error instanceof SchemaRefusal)) throw error;
+    const match = /^(?:\/items)?(?:\/anyOf\/(\d+))?\/properties\/arguments(.*)$/.exec(error.pointer);
+    const named = tools.choice.type === "function" ? tools.choice.name : undefined;
+    const index =
+      match?.[1] !== undefined ? Number(match[1]) : tools.tools.findIndex((t) => t.name === (named ?? tools.tools[0]?.name));
+    const param = match ? `tools[${index}].function.parameters${match[2] ?? ""}` : "tools";
+    throw new ArmatureError("REQUEST_INVALID", `tool '${tools.tools[index]?.name}': ${error.message}`, { param });
+  }
 }
 
 /** A whole (non-streamed) answer as the message's `content` and `tool_calls`. */

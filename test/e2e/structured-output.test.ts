@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import OpenAI from "openai";
+import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+
+// Structured output through `armature serve` with the default model, as a new user tries it: every
+// output under a schema is judged by a real validator (ajv, 2020-12, ajv-formats), at several
+// seeds and temperatures; what cannot be enforced is refused with 400 naming keyword and pointer.
+
+let server: ServeProcess;
+let client: OpenAI;
+const MODEL = "armature-tiny";
+const ajv = new Ajv2020({ strict: false });
+(addFormats as unknown as (a: Ajv2020) => void)(ajv);
+
+before(async () => {
+  server = await startServe(["--context-size", "1024"], { ARMATURE_CACHE_DIR: await mkdtemp(join(tmpdir(), "armature-e2e-")) });
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+});
+after(async () => {
+  assert.equal(await server.stop("SIGTERM"), 0, server.output());
+});
+
+const SAMPLINGS = [
+  { temperature: 0 },
+  { temperature: 0.7, seed: 1 },
+  { temperature: 1, seed: 2 },
+  { temperature: 1, seed: 3 },
+  { temperature: 1.3, seed: 4 },
+  { temperature: 1.5, seed: 5 },
+];
+
+test("a tool's bounded integer: every call's arguments fit the schema (they once came back 36, 10, 2100000)", async () => {
+  const parameters = {
+    type: "object",
+    properties: { city: { type: "string", maxLength: 20 }, days: { type: "integer", minimum: 1, maximum: 7 } },
+    required: ["city", "days"],
+    additionalProperties: false,
+  };
+  const validate = ajv.compile(parameters);
+  for (const sampling of SAMPLINGS) {
+    const response = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Forecast for Oslo for the next days?" }],
+      tools: [{ type: "function", function: { name: "forecast", parameters } }],
+      tool_choice: "required",
+      parallel_tool_calls: false,
+      max_tokens: 120,
+      ...sampling,
+    });
+    const call = response.choices[0]?.message.tool_calls?.[0];
+    assert.ok(call?.type === "function", `${JSON.stringify(sampling)}: ${JSON.stringify(response.choices[0]?.message)}`);
+    const args = JSON.parse(call.function.arguments) as unknown;
+    assert.ok(validate(args), `${JSON.stringify(sampling)}: ${call.function.arguments} ${JSON.stringify(validate.errors)}`);
+  }
+});
+
+test("response_format json_schema: bounds, a pattern with a length and a format hold at every sampling", async () => {
+  const schema = {
+    type: "object",
+    properties: {
+      n: { type: "integer", minimum: 1, maximum: 7 },
+      s: { type: "string", pattern: "^[a-z]+$", maxLength: 5 },
+      when: { type: "string", format: "date" },
+      score: { type: "number", minimum: 0, maximum: 1 },
+      tags: { type: "array", items: { enum: ["a", "b", "c"] }, minItems: 1, maxItems: 3 },
+    },
+    required: ["n", "s", "when", "score", "tags"],
+    additionalProperties: false,
+  };
+  const validate = ajv.compile(schema);
+  for (const sampling of SAMPLINGS) {
+    const response = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Give me a record." }],
+      response_format: { type: "json_schema", json_schema: { name: "record", strict: true, schema } },
+      max_tokens: 200,
+      ...sampling,
+    });
+    const text = response.choices[0]?.message.content ?? "";
+    assert.equal(response.choices[0]?.finish_reason, "stop", `${JSON.stringify(sampling)}: cut short: ${text}`);
+    assert.ok(validate(JSON.parse(text)), `${JSON.stringify(sampling)}: ${text} ${JSON.stringify(validate.errors)}`);
+  }
+});
+
+test("a keyword that cannot be enforced is refused with 400 naming it and its pointer, for response_format and tools", async () => {
+  const notSchema = { type: "object", properties: { x: { not: { type: "string" } } } };
+  const format = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: "Hi" }],
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: notSchema } },
+    }),
+  });
+  assert.equal(format.status, 400);
+  const formatError = ((await format.json()) as { error: { param: string; message: string } }).error;
+  assert.equal(formatError.param, "response_format.json_schema.schema/properties/x/not");
+  assert.match(formatError.message, /'not' at \/properties\/x\/not cannot be enforced/);
+
+  const tools = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: "Hi" }],
+      tools: [
+        { type: "function", function: { name: "ok", parameters: { type: "object" } } },
+        { type: "function", function: { name: "bad", parameters: notSchema } },
+      ],
+      tool_choice: "required",
+    }),
+  });
+  assert.equal(tools.status, 400);
+  const toolsError = ((await tools.json()) as { error: { param: string; message: string } }).error;
+  assert.equal(toolsError.param, "tools[1].function.parameters/properties/x/not");
+  assert.match(toolsError.message, /tool 'bad'/);
+});
