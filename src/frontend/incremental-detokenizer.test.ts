@@ -27,3 +27,12 @@ test("a character split across tokens waits for its last byte", () => {
   const ids = tokenizer.encode("naïve ☃ done");
   assert.equal(streamed(tokenizer, ids), "naïve ☃ done");
 });
+
+test("a run of spaces still streams: a trailing space waits one token, not for the run to end", () => {
+  const tokenizer = new ByteTokenizer();
+  const detokenizer = new IncrementalDetokenizer(tokenizer);
+  let text = "";
+  for (const id of tokenizer.encode(" ".repeat(10))) text += detokenizer.push([id]);
+  assert.ok(text.length >= 9, `only ${text.length} of 10 spaces out before the end`);
+  assert.equal(text + detokenizer.flush(), " ".repeat(10));
+});

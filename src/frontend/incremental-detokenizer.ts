@@ -6,13 +6,15 @@ import type { Tokenizer } from "../engines/index.js";
  * concatenated deltas equal decoding all tokens at once. Text that ends in a space waits too:
  * tokenizers that clean up spaces (llama.cpp's BPE vocabularies, Hugging Face's
  * `clean_up_tokenization_spaces`) drop a space before `,` `.` `?` `!` and some apostrophes, which
- * only the next token tells.
+ * only the next token tells. It waits one token only, so a run of spaces still streams.
  */
 export class IncrementalDetokenizer {
   readonly #tokenizer: Tokenizer;
   readonly #tokens: number[] = [];
   #prefixOffset = 0;
   #readOffset = 0;
+  /** The last push held back text for its trailing space. */
+  #heldSpace = false;
 
   constructor(tokenizer: Tokenizer) {
     this.#tokenizer = tokenizer;
@@ -23,7 +25,10 @@ export class IncrementalDetokenizer {
     for (const t of tokenIds) this.#tokens.push(t);
     const prefixText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset, this.#readOffset));
     const fullText = this.#tokenizer.decode(this.#tokens.slice(this.#prefixOffset));
-    if (fullText.length > prefixText.length && !fullText.endsWith("\uFFFD") && !fullText.endsWith(" ")) {
+    // A trailing space waits one token, no more: a run of spaces still streams.
+    const waitForSpace = fullText.endsWith(" ") && !this.#heldSpace;
+    this.#heldSpace = waitForSpace;
+    if (fullText.length > prefixText.length && !fullText.endsWith("\uFFFD") && !waitForSpace) {
       this.#prefixOffset = this.#readOffset;
       this.#readOffset = this.#tokens.length;
       return fullText.slice(prefixText.length);

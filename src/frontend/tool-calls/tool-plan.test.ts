@@ -13,7 +13,7 @@ const weather = {
 const time = { type: "function", function: { name: "get_time" } };
 const card = (engine: string, chatTemplate?: string): ModelCard => ({ name: "m", engine, chatTemplate }) as unknown as ModelCard;
 
-test("tool_choice required: one of the tools' shapes, an array when parallel calls are allowed", () => {
+test("tool_choice required: any of the tools' shapes (their names keep them apart), an array when parallel calls are allowed", () => {
   const plan = planToolCalls(parseToolRequest({ tools: [weather, time], tool_choice: "required" }), card("llamacpp"), undefined);
   assert.equal(plan.mode, "constrained");
   const schema = plan.mode === "constrained" && plan.constraint.type === "json_schema" ? plan.constraint.schema : undefined;
@@ -21,7 +21,7 @@ test("tool_choice required: one of the tools' shapes, an array when parallel cal
     type: "array",
     minItems: 1,
     items: {
-      oneOf: [
+      anyOf: [
         {
           type: "object",
           properties: { name: { const: "get_weather" }, arguments: weather.function.parameters },
