@@ -55,13 +55,23 @@ test("after timeouts the server serves a short request, and its metrics count th
 
 test("a client that stops reading is let go at the deadline: its connection is closed and nothing stays in flight", async () => {
   // Regression: the deadline aborted the generation, but the response waited for ever for a drain.
-  const fast = await startServe(["--engine", "mocker", "--speedup-ratio", "1000", "--request-timeout", "1"]);
+  // A stream far larger than the sockets' buffers (megabytes on loopback), so it must stall on the client.
+  const fast = await startServe([
+    "--engine",
+    "mocker",
+    "--speedup-ratio",
+    "1000",
+    "--request-timeout",
+    "1",
+    "--context-size",
+    "400000",
+  ]);
   const socket = connect(Number(new URL(fast.url).port), "127.0.0.1");
   try {
     const body = JSON.stringify({
       model: MODEL,
       messages: [{ role: "user", content: "go" }],
-      max_tokens: 20000,
+      max_tokens: 300000,
       ignore_eos: true,
       stream: true,
     });
