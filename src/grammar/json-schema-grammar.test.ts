@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { matchesGrammar } from "./grammar-matcher.js";
+import { choiceAnswerGrammar, regexAnswerGrammar } from "./guided-grammars.js";
 import { compileJsonSchema, SchemaRefusal } from "./json-schema-grammar.js";
 
 // Each keyword: instances written by hand, judged by a real validator (ajv, draft 2020-12, with
@@ -202,4 +203,16 @@ test("annotations are read past; keywords the grammar cannot enforce are refused
       `${JSON.stringify(schema)} refused as ${keyword} at ${pointer}`,
     );
   }
+});
+
+test("vLLM's guided_regex and guided_choice: grammars over the whole answer, raw text", () => {
+  const phone = regexAnswerGrammar("^\\d{3}-[a-z]{2,4}$");
+  for (const text of ["555-ab", "123-abcd"]) assert.ok(matchesGrammar(phone, text), text);
+  for (const text of ["555-a", "55-ab", "555-abcde", '"555-ab"']) assert.ok(!matchesGrammar(phone, text), text);
+  // Raw text: a quote or a backslash is itself, not a JSON escape.
+  const quoted = regexAnswerGrammar('say "hi"\\\\');
+  assert.ok(matchesGrammar(quoted, 'say "hi"\\'));
+  const choice = choiceAnswerGrammar(["yes", "no", "maybe so"]);
+  for (const text of ["yes", "no", "maybe so"]) assert.ok(matchesGrammar(choice, text), text);
+  for (const text of ["ye", "yes no", ""]) assert.ok(!matchesGrammar(choice, text), text);
 });

@@ -22,10 +22,8 @@ type Range = readonly [number, number];
  * would need them escaped); a literal `"` or `\` is written escaped. Lookarounds, backreferences,
  * word boundaries and Unicode property escapes throw a `RegexRefusal` naming them.
  */
-export function regexGrammar(pattern: string): GrammarNode {
-  const parser = new Parser(pattern);
-  const node = parser.parse();
-  return node;
+export function regexGrammar(pattern: string, options: { readonly json?: boolean } = {}): GrammarNode {
+  return new Parser(pattern, options.json ?? true).parse();
 }
 
 /** A regex that is one class repeated (`[a-z]+`, `\d{2,4}`): the class and its bounds, else undefined. */
@@ -38,10 +36,13 @@ export function repeatedClass(pattern: string): { cls: GrammarNode; min: number;
 
 class Parser {
   readonly #chars: string[];
+  /** Inside a JSON string (escapes written, classes without `"` `\` and controls), or raw text. */
+  readonly #json: boolean;
   #pos = 0;
 
-  constructor(pattern: string) {
+  constructor(pattern: string, json: boolean) {
     this.#chars = [...pattern];
+    this.#json = json;
   }
 
   parse(): GrammarNode {
@@ -125,10 +126,10 @@ class Parser {
       return inner;
     }
     if (c === "[") return this.#charClass();
-    if (c === ".") return classNode([[0x20, 0x10ffff]], false);
+    if (c === ".") return this.#json ? classNode([[0x20, 0x10ffff]], false) : { k: "class", ranges: LINE_ENDS, negated: true };
     if (c === "\\") return this.#escape(false) as GrammarNode;
     if (c === "*" || c === "+" || c === "?") throw new RegexRefusal(`a quantifier '${c}' with nothing before it`);
-    return literal(c);
+    return this.#literal(c);
   }
 
   /** An escape after `\`: a node, or in a class the ranges it stands for. */
@@ -176,7 +177,7 @@ class Parser {
         if (set.negated) throw new RegexRefusal(`\\${c} inside a class`);
         return set.ranges;
       }
-      return classNode(set.ranges, set.negated);
+      return this.#class(set.ranges, set.negated);
     }
     if (/[1-9]/.test(c)) throw new RegexRefusal("a backreference");
     if (c === "b" || c === "B") throw new RegexRefusal(`a word boundary \\${c}`);
@@ -193,7 +194,15 @@ class Parser {
       throw new RegexRefusal(`an escape \\${c}`);
     }
     const point = char.codePointAt(0) as number;
-    return inClass ? [[point, point]] : literal(char);
+    return inClass ? [[point, point]] : this.#literal(char);
+  }
+
+  #literal(char: string): GrammarNode {
+    return this.#json ? literal(char) : lit(char);
+  }
+
+  #class(ranges: readonly Range[], negated: boolean): GrammarNode {
+    return this.#json ? classNode(ranges, negated) : { k: "class", ranges: [...ranges], negated };
   }
 
   #charClass(): GrammarNode {
@@ -231,9 +240,16 @@ class Parser {
         ranges.push(...lo);
       }
     }
-    return classNode(ranges, negated);
+    return this.#class(ranges, negated);
   }
 }
+
+/** ECMAScript's line terminators, which `.` does not match. */
+const LINE_ENDS: readonly Range[] = [
+  [0x0a, 0x0a],
+  [0x0d, 0x0d],
+  [0x2028, 0x2029],
+];
 
 /** A class without the code points a JSON string would need escaped. */
 function classNode(ranges: readonly Range[], negated: boolean): GrammarNode {

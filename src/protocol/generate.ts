@@ -24,7 +24,9 @@ export interface TokenBiasEntry {
 /** A structured-output constraint enforced by the engine (grammar). */
 export type ResponseConstraint =
   | { readonly type: "json_object" }
-  | { readonly type: "json_schema"; readonly schema: Readonly<Record<string, unknown>> };
+  | { readonly type: "json_schema"; readonly schema: Readonly<Record<string, unknown>> }
+  /** A GBNF grammar over the whole answer (vLLM's `guided_regex`, `guided_choice`, `guided_grammar`). */
+  | { readonly type: "grammar"; readonly gbnf: string; readonly param: string };
 
 /**
  * A prompt's KV cache computed by a prefill worker and waiting in its transfer agent for a decode

@@ -189,6 +189,7 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
         type: literal("json_schema"),
         schema: jsonObject(),
       }),
+      grammar: object({ type: literal("grammar"), gbnf: str({ maxLength: 1 << 20 }), param: str({ maxLength: 64 }) }),
     }),
   ),
   disaggregation: optional(

@@ -122,3 +122,42 @@ test("a keyword that cannot be enforced is refused with 400 naming it and its po
   assert.equal(toolsError.param, "tools[1].function.parameters/properties/x/not");
   assert.match(toolsError.message, /tool 'bad'/);
 });
+
+async function complete(body: Record<string, unknown>): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, prompt: "Answer:", max_tokens: 60, ...body }),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+const textOf = (json: Record<string, unknown>) => (json.choices as { text: string }[])[0]?.text ?? "";
+
+test("vLLM's guided_choice, guided_regex, guided_json and guided_grammar hold at every sampling", async () => {
+  const schema = { type: "object", properties: { k: { type: "integer", minimum: 10, maximum: 12 } }, required: ["k"] };
+  const validate = ajv.compile(schema);
+  for (const sampling of SAMPLINGS) {
+    const choice = await complete({ guided_choice: ["red", "green", "blue"], ...sampling });
+    assert.ok(["red", "green", "blue"].includes(textOf(choice.json)), JSON.stringify(choice.json));
+    const regex = await complete({ guided_regex: "^[0-9]{3}-[a-z]{2,4}$", ...sampling });
+    assert.match(textOf(regex.json), /^[0-9]{3}-[a-z]{2,4}$/);
+    const json = await complete({ guided_json: schema, ...sampling });
+    assert.ok(validate(JSON.parse(textOf(json.json))), textOf(json.json));
+    const grammar = await complete({ guided_grammar: 'root ::= ("yes" | "no") "!"', ...sampling });
+    assert.match(textOf(grammar.json), /^(yes|no)!$/);
+  }
+});
+
+test("guided fields are refused by name when they cannot be read, or when two constrain one answer", async () => {
+  const bad = await complete({ guided_grammar: "root ::= (unclosed" });
+  assert.equal(bad.status, 400);
+  assert.equal((bad.json.error as { param: string }).param, "guided_grammar");
+  const look = await complete({ guided_regex: "(?=a)b" });
+  assert.equal((look.json.error as { param: string }).param, "guided_regex");
+  const both = await complete({ guided_choice: ["a"], guided_regex: "a" });
+  assert.equal(both.status, 400);
+  assert.match((both.json.error as { message: string }).message, /'guided_regex' and 'guided_choice' both constrain the answer/);
+  const notJson = await complete({ guided_json: { type: "object", properties: { x: { not: {} } } } });
+  assert.equal((notJson.json.error as { param: string }).param, "guided_json/properties/x/not");
+});

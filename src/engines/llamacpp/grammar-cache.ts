@@ -23,10 +23,17 @@ export class GrammarCache {
     return this.#grammars.size;
   }
 
-  /** The grammar enforcing `constraint`; `REQUEST_INVALID` naming `response_format` when it cannot be built. */
+  /**
+   * The grammar enforcing `constraint`; `REQUEST_INVALID` naming the field (`response_format`'s
+   * schema at the keyword's pointer, or `guided_grammar`) when it cannot be built.
+   */
   async get(constraint: ResponseConstraint): Promise<LlamaGrammar> {
     const key =
-      constraint.type === "json_object" ? "json" : createHash("sha256").update(JSON.stringify(constraint.schema)).digest("hex");
+      constraint.type === "json_object"
+        ? "json"
+        : createHash("sha256")
+            .update(constraint.type === "grammar" ? `gbnf:${constraint.gbnf}` : `schema:${JSON.stringify(constraint.schema)}`)
+            .digest("hex");
     let grammar = this.#grammars.get(key);
     if (grammar) {
       // Most recently used last: Map keeps insertion order, so the first key is the least recent.
@@ -36,7 +43,11 @@ export class GrammarCache {
         constraint.type === "json_object"
           ? this.#llama.getGrammarFor("json")
           : // armature's own compiler (src/grammar): every keyword enforced, or refused by name.
-            Promise.resolve().then(() => this.#llama.createGrammar({ grammar: toGbnf(compileJsonSchema(constraint.schema)) }));
+            Promise.resolve().then(() =>
+              this.#llama.createGrammar({
+                grammar: constraint.type === "grammar" ? constraint.gbnf : toGbnf(compileJsonSchema(constraint.schema)),
+              }),
+            );
     }
     this.#grammars.set(key, grammar);
     while (this.#grammars.size > this.#limit) this.#grammars.delete(this.#grammars.keys().next().value as string);
@@ -44,6 +55,16 @@ export class GrammarCache {
       return await grammar;
     } catch (cause) {
       this.#grammars.delete(key);
+      if (constraint.type === "grammar") {
+        throw new ArmatureError(
+          "REQUEST_INVALID",
+          `'${constraint.param}' is not a grammar llama.cpp reads: ${(cause as Error).message}`,
+          {
+            cause,
+            param: constraint.param,
+          },
+        );
+      }
       const param = cause instanceof SchemaRefusal ? `response_format.json_schema.schema${cause.pointer}` : "response_format";
       throw new ArmatureError("REQUEST_INVALID", `response_format.json_schema cannot be enforced: ${(cause as Error).message}`, {
         cause,

@@ -11,7 +11,12 @@ import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
  */
 export function vllmCompletionBody(request: GenerateRequest, servedModel: string): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read vLLM's log-probabilities yet");
-  if (request.constraint) refuse("response_format", "structured output is not mapped to vLLM's guided decoding yet");
+  if (request.constraint) {
+    refuse(
+      request.constraint.type === "grammar" ? request.constraint.param : "response_format",
+      "structured output is not mapped to vLLM's guided decoding yet",
+    );
+  }
   if (request.disaggregation) refuse("disaggregation", "split prefill and decode through vLLM are not driven yet");
   const { sampling } = request;
   const sampled = sampling.temperature > 0;

@@ -1,4 +1,11 @@
-import { compileJsonSchema, SchemaRefusal } from "../../grammar/index.js";
+import {
+  choiceAnswerGrammar,
+  compileJsonSchema,
+  RegexRefusal,
+  regexAnswerGrammar,
+  SchemaRefusal,
+  toGbnf,
+} from "../../grammar/index.js";
 import type { ResponseConstraint, SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
@@ -66,7 +73,7 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
     maxTokens,
     sampling,
     stop: parseStop(body.stop),
-    constraint: parseResponseFormat(body.response_format),
+    constraint: parseConstraint(body),
     ignoreEos: optionalBoolean(body, "ignore_eos") ?? false,
     pinnedWorkerId: parseNvext(body.nvext),
     routerOverrides: parseRouterOverrides(body.nvext),
@@ -98,6 +105,77 @@ function nestedDeeperThan(value: unknown, levels: number): boolean {
   if (value === null || typeof value !== "object") return false;
   const children = Object.values(value);
   return levels === 0 ? children.length > 0 : children.some((child) => nestedDeeperThan(child, levels - 1));
+}
+
+/** The fields that constrain the answer: `response_format` or one of vLLM's `guided_*`, never two. */
+const CONSTRAINT_FIELDS = ["response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar"] as const;
+
+function parseConstraint(body: Body): ResponseConstraint | undefined {
+  const given = CONSTRAINT_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null);
+  const format = parseResponseFormat(body.response_format);
+  const guided = given.filter((field) => field !== "response_format");
+  if (guided.length === 0) return format;
+  if (given.length > 1 && (guided.length > 1 || format !== undefined)) {
+    throw invalid(guided.at(-1) as string, `'${given[0]}' and '${guided.at(-1)}' both constrain the answer; send one`);
+  }
+  return parseGuided(guided[0] as (typeof CONSTRAINT_FIELDS)[number], body[guided[0] as string]);
+}
+
+/** vLLM's guided decoding fields, as constraints: a JSON schema, or a grammar over the whole answer. */
+function parseGuided(field: (typeof CONSTRAINT_FIELDS)[number], value: unknown): ResponseConstraint {
+  switch (field) {
+    case "guided_json": {
+      let schema: unknown = value;
+      if (typeof value === "string") {
+        try {
+          schema = JSON.parse(value);
+        } catch {
+          throw invalid("guided_json", "'guided_json' must be a JSON schema, as an object or a JSON string");
+        }
+      }
+      const object = asObject(schema, "guided_json");
+      if (nestedDeeperThan(object, MAX_SCHEMA_DEPTH)) {
+        throw invalid("guided_json", `'guided_json' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`);
+      }
+      try {
+        compileJsonSchema(object);
+      } catch (error) {
+        if (!(error instanceof SchemaRefusal)) throw error;
+        throw invalid(`guided_json${error.pointer}`, `'guided_json': ${error.message}`);
+      }
+      return { type: "json_schema", schema: object };
+    }
+    case "guided_regex": {
+      if (typeof value !== "string" || value === "")
+        throw invalid("guided_regex", "'guided_regex' must be a non-empty regular expression");
+      try {
+        return { type: "grammar", gbnf: toGbnf(regexAnswerGrammar(value)), param: "guided_regex" };
+      } catch (error) {
+        if (!(error instanceof RegexRefusal)) throw error;
+        throw invalid("guided_regex", `'guided_regex' cannot be enforced: it uses ${error.message}`);
+      }
+    }
+    case "guided_choice": {
+      if (
+        !Array.isArray(value) ||
+        value.length === 0 ||
+        value.length > 1024 ||
+        !value.every((c) => typeof c === "string" && c !== "")
+      ) {
+        throw invalid("guided_choice", "'guided_choice' must be a list of 1 to 1,024 non-empty strings");
+      }
+      return { type: "grammar", gbnf: toGbnf(choiceAnswerGrammar(value as string[])), param: "guided_choice" };
+    }
+    default: {
+      if (typeof value !== "string" || value.trim() === "" || value.length > 1 << 20) {
+        throw invalid(
+          "guided_grammar",
+          "'guided_grammar' must be a GBNF grammar (llama.cpp's syntax, a root rule) of at most 1 MiB",
+        );
+      }
+      return { type: "grammar", gbnf: value, param: "guided_grammar" };
+    }
+  }
 }
 
 function parseResponseFormat(value: unknown): ResponseConstraint | undefined {

@@ -134,7 +134,7 @@ function toolPlanFor(
   if (plan.mode === "constrained" && request.constraint) {
     throw new ArmatureError(
       "REQUEST_INVALID",
-      "'tool_choice' required or named cannot be combined with 'response_format'; send one",
+      "'tool_choice' required or named cannot be combined with 'response_format' or a 'guided_*' field; send one",
       {
         param: "tool_choice",
       },
