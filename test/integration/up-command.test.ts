@@ -139,7 +139,8 @@ test("armature up with a planner: section: the planner starts the workers, and C
     const [code] = await exited;
     const after = output.slice(before);
     assert.equal(code, 0, output);
-    for (const line of after.split("\n")) {
+    // armature's own processes' lines: etcd logs its gateway redialling itself as it shuts down.
+    for (const line of after.split("\n").filter((l) => !l.startsWith("[etcd]"))) {
       assert.doesNotMatch(
         line,
         /UNAVAILABLE|ECONNREFUSED|Error|second signal|killed|by itself/,
