@@ -87,6 +87,23 @@ test("objects: required and optional properties in order, additionalProperties, 
   );
 });
 
+test("minProperties 1 where nothing is required, and a map's property bounds", () => {
+  check(
+    { type: "object", properties: { a: { type: "integer" }, b: { type: "string" } }, minProperties: 1 },
+    ['{"a": 1}', '{"b": "x"}', '{"a": 1, "b": "x"}'],
+    ["{}"],
+  );
+  check(
+    { type: "object", additionalProperties: { type: "integer" }, minProperties: 1, maxProperties: 2 },
+    ['{"a": 1}', '{"a": 1, "b": 2}'],
+    ["{}", '{"a": 1, "b": 2, "c": 3}'],
+  );
+  assert.throws(
+    () => compileJsonSchema({ type: "object", properties: { a: {}, b: {} }, minProperties: 2 }),
+    (e: unknown) => e instanceof SchemaRefusal && e.keyword === "minProperties",
+  );
+});
+
 test("arrays: items with minItems and maxItems, tuples, and nothing beyond a closed tuple", () => {
   check(
     { type: "array", items: { type: "integer", minimum: 0, maximum: 9 }, minItems: 1, maxItems: 3 },

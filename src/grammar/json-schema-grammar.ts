@@ -471,13 +471,21 @@ class Compiler {
     const minProps = s.minProperties;
     const maxProps = s.maxProperties;
     const requiredCount = entries.filter((e) => e.required).length;
-    if (minProps !== undefined && (typeof minProps !== "number" || minProps > requiredCount)) {
-      throw new SchemaRefusal("minProperties", `${pointer}/minProperties`, "more properties than are required is not enforced");
+    const isMap = entries.length === 0 && additional !== false && Object.keys(patterns).length === 0;
+    // At least one property where none is required: the grammar cannot leave them all out. More
+    // than one is refused: a map could repeat a name, and JSON keeps only the last.
+    const atLeastOne = minProps === 1 && requiredCount === 0 && (entries.length > 0 || isMap);
+    if (minProps !== undefined && (typeof minProps !== "number" || (minProps > requiredCount && !atLeastOne))) {
+      throw new SchemaRefusal(
+        "minProperties",
+        `${pointer}/minProperties`,
+        "more properties than are required is enforced only for one",
+      );
     }
-    if (maxProps !== undefined && (typeof maxProps !== "number" || maxProps < entries.length)) {
+    if (maxProps !== undefined && (typeof maxProps !== "number" || (maxProps < entries.length && !isMap))) {
       throw new SchemaRefusal("maxProperties", `${pointer}/maxProperties`, "fewer properties than are listed is not enforced");
     }
-    if (entries.length === 0 && additional !== false && Object.keys(patterns).length === 0) {
+    if (isMap) {
       // A map: any names, each value under additionalProperties.
       const value = this.#node(additional ?? true, `${pointer}/additionalProperties`);
       const member = seq(
@@ -487,7 +495,8 @@ class Compiler {
         WS,
         value,
       );
-      return seq(lit("{"), WS, this.#list(member, 0, undefined), WS, lit("}"));
+      const most = typeof maxProps === "number" ? Math.min(maxProps, MAX_REPEAT) : undefined;
+      return seq(lit("{"), WS, this.#list(member, atLeastOne ? 1 : 0, most), WS, lit("}"));
     }
     const kv = (e: (typeof entries)[number]) => seq(lit(JSON.stringify(e.key)), WS, lit(":"), WS, e.value);
     const sep = seq(WS, lit(","), WS);
@@ -497,15 +506,18 @@ class Compiler {
     }
     // heads[i]: the members from entry i on, none written yet; tails[i]: the same after one was.
     const tails: GrammarNode[] = new Array(entries.length + 1);
-    const heads: GrammarNode[] = new Array(entries.length + 1);
     tails[entries.length] = EMPTY;
-    heads[entries.length] = EMPTY;
+    // With minProperties 1, "none written" cannot reach the end: heads[n] does not exist.
+    const heads: (GrammarNode | undefined)[] = new Array(entries.length + 1);
+    heads[entries.length] = atLeastOne ? undefined : EMPTY;
     for (let i = entries.length - 1; i >= 0; i--) {
       const e = entries[i] as (typeof entries)[number];
       const nextTail = tails[i + 1] as GrammarNode;
-      const nextHead = heads[i + 1] as GrammarNode;
+      const nextHead = heads[i + 1];
       tails[i] = this.#rule("tail", () => (e.required ? seq(sep, kv(e), nextTail) : alt(seq(sep, kv(e), nextTail), nextTail)));
-      heads[i] = this.#rule("head", () => (e.required ? seq(kv(e), nextTail) : alt(seq(kv(e), nextTail), nextHead)));
+      heads[i] = this.#rule("head", () =>
+        e.required || nextHead === undefined ? seq(kv(e), nextTail) : alt(seq(kv(e), nextTail), nextHead),
+      );
     }
     return seq(lit("{"), WS, heads[0] as GrammarNode, WS, lit("}"));
   }
