@@ -1,6 +1,14 @@
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import { connectLlamaServer, connectVllm, type Engine, ggufEngineTokenizer } from "../engines/index.js";
+import {
+  connectLlamaServer,
+  connectVllm,
+  type Engine,
+  engineUrl,
+  getJson,
+  ggufEngineTokenizer,
+  waitHealthy,
+} from "../engines/index.js";
 import { createTracing, type Logger } from "../observability/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -104,22 +112,14 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
 
 /** llama-server's own model path (`GET /props`), where this machine can read it. */
 async function modelPathOf(url: string, waitMs: number): Promise<string> {
-  const deadline = Date.now() + waitMs;
-  let path: unknown;
-  for (;;) {
-    try {
-      const response = await fetch(`${url.replace(/\/+$/, "")}/props`, { signal: AbortSignal.timeout(2000) });
-      if (response.ok) path = ((await response.json()) as { model_path?: unknown }).model_path;
-      else await response.body?.cancel();
-    } catch {}
-    if (path !== undefined || Date.now() >= deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const at = engineUrl(url);
+  await waitHealthy("llama-server", at, waitMs);
+  const path = ((await getJson("llama-server", at, "/props")) as { model_path?: unknown } | null)?.model_path;
   if (typeof path === "string" && existsSync(path)) return path;
   throw new ArmatureError(
     "CONFIG_INVALID",
     `--model is needed: the worker reads the GGUF llama-server runs for its tokenizer, and ${
-      typeof path === "string" ? `llama-server's ${path} is not readable here` : `${url}/props did not say where it is`
+      typeof path === "string" ? `llama-server's ${path} is not readable here` : `${at}/props did not say where it is`
     }`,
   );
 }

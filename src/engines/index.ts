@@ -11,6 +11,7 @@ export {
   type PrefillResult,
 } from "./engine.js";
 export { EngineServerEngine } from "./engine-server/engine-server-engine.js";
+export { engineUrl, getJson, waitHealthy } from "./engine-server/engine-server-http.js";
 export type { LlamaServerEngineOptions } from "./llama-server/llama-server-engine.js";
 export { connectLlamaServer } from "./llama-server/llama-server-engine.js";
 export { ggufEngineTokenizer } from "./llama-server/tokenizer-probe.js";

@@ -5,3 +5,4 @@ export { matchesGrammar } from "./grammar-matcher.js";
 export { choiceAnswerGrammar, regexAnswerGrammar } from "./guided-grammars.js";
 export { compileJsonSchema, MAX_GRAMMAR_SIZE, SchemaRefusal } from "./json-schema-grammar.js";
 export { RegexRefusal } from "./regex-grammar.js";
+export { schemaGbnf } from "./schema-gbnf.js";

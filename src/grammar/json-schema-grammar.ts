@@ -1,95 +1,21 @@
-import { alt, charClass, EMPTY, type Grammar, type GrammarNode, grammarSize, lit, opt, ref, rep, seq } from "./grammar-ir.js";
-import { integerRange, MAX_INTEGER_DIGITS } from "./integer-range.js";
-import { RegexRefusal, regexGrammar, repeatedClass } from "./regex-grammar.js";
-import { stringFormat } from "./string-formats.js";
+import { alt, EMPTY, type Grammar, type GrammarNode, grammarSize, lit, opt, ref, rep, seq } from "./grammar-ir.js";
+import { ANY_STRING, integerGrammar, JSON_NUMBER, lengthKeyword, numberGrammar, stringGrammar } from "./scalar-grammars.js";
+import {
+  escapePointer,
+  KEYWORDS,
+  MAX_REPEAT,
+  mergeSchemas,
+  type Schema,
+  SchemaRefusal,
+  UNENFORCED,
+} from "./schema-vocabulary.js";
 
-/** A keyword (at a JSON pointer into the schema) the grammar cannot enforce: refused, never dropped. */
-export class SchemaRefusal extends Error {
-  readonly keyword: string;
-  /** JSON pointer of the keyword, e.g. `/properties/x/not`. */
-  readonly pointer: string;
+export { SchemaRefusal } from "./schema-vocabulary.js";
 
-  constructor(keyword: string, pointer: string, why: string) {
-    super(`'${keyword}' at ${pointer || "/"} cannot be enforced: ${why}`);
-    this.name = "SchemaRefusal";
-    this.keyword = keyword;
-    this.pointer = pointer;
-  }
-}
-
-/**
- * JSON Schema keywords that constrain and that the grammar does not hold to: refused by name.
- * Keywords outside the vocabulary are annotations by the specification (validators ignore them),
- * and so are read past like `title`.
- */
-const UNENFORCED = new Set([
-  "not",
-  "if",
-  "then",
-  "else",
-  "dependencies",
-  "dependentRequired",
-  "dependentSchemas",
-  "propertyNames",
-  "contains",
-  "minContains",
-  "maxContains",
-  "$dynamicRef",
-  "$recursiveRef",
-  "divisibleBy",
-  "disallow",
-  "extends",
-]);
-
-/** Keywords the compiler reads (each one enforced, or refused in the cases it cannot be). */
-const KEYWORDS = new Set([
-  "type",
-  "enum",
-  "const",
-  "properties",
-  "required",
-  "additionalProperties",
-  "patternProperties",
-  "unevaluatedProperties",
-  "items",
-  "prefixItems",
-  "additionalItems",
-  "unevaluatedItems",
-  "minItems",
-  "maxItems",
-  "uniqueItems",
-  "minLength",
-  "maxLength",
-  "pattern",
-  "format",
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
-  "anyOf",
-  "oneOf",
-  "allOf",
-  "$ref",
-  "$defs",
-  "definitions",
-  "nullable",
-  "minProperties",
-  "maxProperties",
-]);
-
-/** Most items or characters a bounded repetition is written out for; larger bounds are lowered to it. */
-const MAX_REPEAT = 256;
 /** Largest grammar (rules and nodes) compiled; a bigger one is refused before it reaches a worker. */
 export const MAX_GRAMMAR_SIZE = 50_000;
 
-type Schema = Record<string, unknown>;
-
 const WS = ref("ws");
-const STRING_CHAR = alt(
-  charClass([["\0", "\x1f"], '"', "\\", "\x7f"], true),
-  seq(lit("\\"), charClass(['"', "\\", "/", "b", "f", "n", "r", "t"])),
-);
 
 /**
  * A JSON Schema (drafts 4, 7, 2019-09, 2020-12, OpenAPI's `nullable`) as a grammar whose every
@@ -229,11 +155,11 @@ class Compiler {
       case "boolean":
         return alt(lit("true"), lit("false"));
       case "integer":
-        return this.#integer(s, pointer);
+        return integerGrammar(s, pointer);
       case "number":
-        return this.#number(s, pointer);
+        return numberGrammar(s, pointer);
       case "string":
-        return this.#string(s, pointer);
+        return stringGrammar(s, pointer, this.#anyString());
       case "array":
         return this.#array(s, pointer);
       case "object":
@@ -243,139 +169,9 @@ class Compiler {
     }
   }
 
-  #bounds(s: Schema, pointer: string): { lo: number; hi: number; loOpen: boolean; hiOpen: boolean } {
-    let lo = Number.NEGATIVE_INFINITY;
-    let hi = Number.POSITIVE_INFINITY;
-    let loOpen = false;
-    let hiOpen = false;
-    const num = (key: string): number => {
-      const v = s[key];
-      if (typeof v !== "number" || !Number.isFinite(v)) throw new SchemaRefusal(key, `${pointer}/${key}`, "must be a number");
-      return v;
-    };
-    if (s.minimum !== undefined) lo = num("minimum");
-    if (s.maximum !== undefined) hi = num("maximum");
-    // Draft 4: a boolean that makes minimum or maximum exclusive; later drafts: the bound itself.
-    if (s.exclusiveMinimum === true) loOpen = true;
-    else if (s.exclusiveMinimum !== undefined && s.exclusiveMinimum !== false) {
-      const v = num("exclusiveMinimum");
-      if (v >= lo) [lo, loOpen] = [v, true];
-    }
-    if (s.exclusiveMaximum === true) hiOpen = true;
-    else if (s.exclusiveMaximum !== undefined && s.exclusiveMaximum !== false) {
-      const v = num("exclusiveMaximum");
-      if (v <= hi) [hi, hiOpen] = [v, true];
-    }
-    return { lo, hi, loOpen, hiOpen };
-  }
-
-  #integer(s: Schema, pointer: string): GrammarNode {
-    if (s.multipleOf !== undefined && s.multipleOf !== 1) {
-      throw new SchemaRefusal("multipleOf", `${pointer}/multipleOf`, "only multipleOf 1 is enforced on integers");
-    }
-    const { lo, hi, loOpen, hiOpen } = this.#bounds(s, pointer);
-    const from = Number.isFinite(lo) ? (loOpen && Number.isInteger(lo) ? lo + 1 : Math.ceil(lo)) : lo;
-    const to = Number.isFinite(hi) ? (hiOpen && Number.isInteger(hi) ? hi - 1 : Math.floor(hi)) : hi;
-    if (from > to) throw new SchemaRefusal("minimum", `${pointer}/minimum`, `no integer lies between ${lo} and ${hi}`);
-    if (
-      Math.abs(from) > 10 ** MAX_INTEGER_DIGITS &&
-      Math.abs(to) > 10 ** MAX_INTEGER_DIGITS &&
-      Math.sign(from) === Math.sign(to)
-    ) {
-      throw new SchemaRefusal(
-        "minimum",
-        `${pointer}/minimum`,
-        `integers of more than ${MAX_INTEGER_DIGITS} digits are not written`,
-      );
-    }
-    return integerRange(from, to);
-  }
-
-  #number(s: Schema, pointer: string): GrammarNode {
-    if (s.multipleOf !== undefined) throw new SchemaRefusal("multipleOf", `${pointer}/multipleOf`, "not enforced on numbers");
-    const { lo, hi, loOpen, hiOpen } = this.#bounds(s, pointer);
-    const fraction = seq(lit("."), rep(charClass([["0", "9"]]), 0, 15), charClass([["1", "9"]]));
-    if (!Number.isFinite(lo) && !Number.isFinite(hi)) {
-      return seq(integerRange(lo, hi), opt(seq(lit("."), rep(charClass([["0", "9"]]), 1, 16))));
-    }
-    const parts: GrammarNode[] = [];
-    // Whole numbers within the bounds.
-    const from = Number.isFinite(lo) ? (loOpen && Number.isInteger(lo) ? lo + 1 : Math.ceil(lo)) : lo;
-    const to = Number.isFinite(hi) ? (hiOpen && Number.isInteger(hi) ? hi - 1 : Math.floor(hi)) : hi;
-    if (from <= to) parts.push(integerRange(from, to));
-    // n.f with n ≥ 0: strictly between n and n + 1, so n ≥ lo and n + 1 ≤ hi keep it inside.
-    const posFrom = Math.max(0, Number.isFinite(lo) ? Math.ceil(lo) : 0);
-    const posTo = Number.isFinite(hi) ? Math.floor(hi) - 1 : Number.POSITIVE_INFINITY;
-    if (posFrom <= posTo) parts.push(seq(integerRange(posFrom, posTo), fraction));
-    // -m.f: strictly between -(m + 1) and -m, so m ≥ -hi and m + 1 ≤ -lo keep it inside.
-    const negFrom = Math.max(0, Number.isFinite(hi) ? Math.ceil(-hi) : 0);
-    const negTo = Number.isFinite(lo) ? Math.floor(-lo) - 1 : Number.POSITIVE_INFINITY;
-    if (negFrom <= negTo) parts.push(seq(lit("-"), integerRange(negFrom, negTo), fraction));
-    if (parts.length === 0) {
-      throw new SchemaRefusal("minimum", `${pointer}/minimum`, `no number between ${lo} and ${hi} is written by the grammar`);
-    }
-    return alt(...parts);
-  }
-
-  #length(s: Schema, key: "minLength" | "maxLength" | "minItems" | "maxItems", pointer: string): number | undefined {
-    const v = s[key];
-    if (v === undefined) return undefined;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
-      throw new SchemaRefusal(key, `${pointer}/${key}`, "must be a non-negative integer");
-    return v;
-  }
-
-  #string(s: Schema, pointer: string): GrammarNode {
-    const min = this.#length(s, "minLength", pointer) ?? 0;
-    const max = this.#length(s, "maxLength", pointer);
-    if (max !== undefined && max < min) throw new SchemaRefusal("maxLength", `${pointer}/maxLength`, "is below minLength");
-    const bounded = s.minLength !== undefined || s.maxLength !== undefined;
-    if (s.format !== undefined) {
-      if (typeof s.format !== "string") throw new SchemaRefusal("format", `${pointer}/format`, "must be a string");
-      const format = stringFormat(s.format);
-      if (!format) throw new SchemaRefusal("format", `${pointer}/format`, `the format '${s.format}' is not enforced`);
-      if (s.pattern !== undefined) throw new SchemaRefusal("pattern", `${pointer}/pattern`, "beside a format");
-      if (bounded && (min > format.minLength || (max !== undefined && max < format.maxLength))) {
-        throw new SchemaRefusal(
-          max !== undefined ? "maxLength" : "minLength",
-          `${pointer}/${max !== undefined ? "maxLength" : "minLength"}`,
-          `beside the format '${s.format}'`,
-        );
-      }
-      return seq(lit('"'), format.node, lit('"'));
-    }
-    if (s.pattern !== undefined) {
-      if (typeof s.pattern !== "string") throw new SchemaRefusal("pattern", `${pointer}/pattern`, "must be a string");
-      try {
-        if (!bounded) return seq(lit('"'), regexGrammar(s.pattern), lit('"'));
-        const single = repeatedClass(s.pattern);
-        if (!single)
-          throw new SchemaRefusal(
-            "pattern",
-            `${pointer}/pattern`,
-            "with minLength or maxLength, only a pattern of one repeated class is enforced",
-          );
-        const lo = Math.max(single.min, min);
-        const hi = Math.min(single.max ?? Number.POSITIVE_INFINITY, max ?? Number.POSITIVE_INFINITY);
-        if (lo > hi) throw new SchemaRefusal("pattern", `${pointer}/pattern`, "no string of the lengths allowed matches it");
-        return seq(
-          lit('"'),
-          rep(single.cls, lo, Number.isFinite(hi) ? Math.min(hi, Math.max(lo, MAX_REPEAT)) : undefined),
-          lit('"'),
-        );
-      } catch (error) {
-        if (error instanceof RegexRefusal) throw new SchemaRefusal("pattern", `${pointer}/pattern`, `it uses ${error.message}`);
-        throw error;
-      }
-    }
-    if (!bounded) return ref(this.#shared("string", () => seq(lit('"'), rep(STRING_CHAR, 0, undefined), lit('"'))));
-    const upper = max === undefined ? undefined : Math.min(max, Math.max(min, MAX_REPEAT));
-    return seq(lit('"'), rep(STRING_CHAR, min, upper), lit('"'));
-  }
-
   #array(s: Schema, pointer: string): GrammarNode {
-    const min = this.#length(s, "minItems", pointer) ?? 0;
-    let max = this.#length(s, "maxItems", pointer);
+    const min = lengthKeyword(s, "minItems", pointer) ?? 0;
+    let max = lengthKeyword(s, "maxItems", pointer);
     if (max !== undefined && max < min) throw new SchemaRefusal("maxItems", `${pointer}/maxItems`, "is below minItems");
     if (s.uniqueItems === true && (max === undefined || max > 1)) {
       throw new SchemaRefusal(
@@ -488,13 +284,7 @@ class Compiler {
     if (isMap) {
       // A map: any names, each value under additionalProperties.
       const value = this.#node(additional ?? true, `${pointer}/additionalProperties`);
-      const member = seq(
-        ref(this.#shared("string", () => seq(lit('"'), rep(STRING_CHAR, 0, undefined), lit('"')))),
-        WS,
-        lit(":"),
-        WS,
-        value,
-      );
+      const member = seq(this.#anyString(), WS, lit(":"), WS, value);
       const most = typeof maxProps === "number" ? Math.min(maxProps, MAX_REPEAT) : undefined;
       return seq(lit("{"), WS, this.#list(member, atLeastOne ? 1 : 0, most), WS, lit("}"));
     }
@@ -664,23 +454,24 @@ class Compiler {
   }
 
   /** Any JSON value (the schema `true`, or one with no constraint). */
+  /** Any JSON string, as one shared rule. */
+  #anyString(): GrammarNode {
+    return ref(this.#shared("string", () => ANY_STRING));
+  }
+
   #anyValue(): GrammarNode {
     if (!this.#rules.has("value")) {
-      const string = ref(this.#shared("string", () => seq(lit('"'), rep(STRING_CHAR, 0, undefined), lit('"'))));
+      const string = this.#anyString();
       this.#rules.set("value", EMPTY);
       const value = ref("value");
       const member = seq(string, WS, lit(":"), WS, value);
-      const number = seq(
-        integerRange(Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY),
-        opt(seq(lit("."), rep(charClass([["0", "9"]]), 1, 16))),
-      );
       this.#rules.set(
         "value",
         alt(
           seq(lit("{"), WS, this.#list(member, 0, undefined), WS, lit("}")),
           seq(lit("["), WS, this.#list(value, 0, undefined), WS, lit("]")),
           string,
-          number,
+          JSON_NUMBER,
           lit("true"),
           lit("false"),
           lit("null"),
@@ -689,40 +480,4 @@ class Compiler {
     }
     return ref("value");
   }
-}
-
-/** Two schemas that must both hold, as one, where that is plain; a clash is refused naming the keyword. */
-function mergeSchemas(a: Schema, b: Schema, pointer: string): Schema {
-  const out: Schema = { ...a };
-  for (const [key, value] of Object.entries(b)) {
-    if (!KEYWORDS.has(key)) continue;
-    const mine = out[key];
-    if (mine === undefined) {
-      out[key] = value;
-    } else if (key === "properties") {
-      const props = { ...(mine as Schema) };
-      for (const [name, schema] of Object.entries(value as Schema)) {
-        props[name] = props[name] === undefined ? schema : { allOf: [props[name], schema] };
-      }
-      out.properties = props;
-    } else if (key === "required") {
-      out.required = [...new Set([...(mine as string[]), ...(value as string[])])];
-    } else if (key === "minimum" || key === "minLength" || key === "minItems" || key === "exclusiveMinimum") {
-      out[key] = Math.max(mine as number, value as number);
-    } else if (key === "maximum" || key === "maxLength" || key === "maxItems" || key === "exclusiveMaximum") {
-      out[key] = Math.min(mine as number, value as number);
-    } else if (key === "type") {
-      const left = new Set(Array.isArray(mine) ? mine : [mine]);
-      const both = (Array.isArray(value) ? value : [value]).filter((t) => left.has(t) || (t === "integer" && left.has("number")));
-      if (both.length === 0) throw new SchemaRefusal("type", `${pointer}/type`, "no value has both types");
-      out.type = both.length === 1 ? both[0] : both;
-    } else if (JSON.stringify(mine) !== JSON.stringify(value)) {
-      throw new SchemaRefusal(key, `${pointer}/${key}`, "allOf parts that both set it differently are not merged");
-    }
-  }
-  return out;
-}
-
-function escapePointer(key: string): string {
-  return key.replaceAll("~", "~0").replaceAll("/", "~1");
 }

@@ -72,3 +72,9 @@ export async function engineHttpError(kind: string, url: string, response: Respo
     retryable: response.status === 503,
   });
 }
+
+/** A sample's value in a Prometheus exposition (`name`, labels or none); NaN when it is absent. */
+export function metricValue(text: string, name: string): number {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return Number(new RegExp(`^${escaped}(?:\\{[^}]*\\})? ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
+}

@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { compileJsonSchema, toGbnf } from "../../grammar/index.js";
+import { schemaGbnf } from "../../grammar/index.js";
 import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
 
 /**
@@ -39,7 +39,7 @@ export function completionBody(request: GenerateRequest): Record<string, unknown
       : {}),
     ...(request.ignoreEos ? { ignore_eos: true } : {}),
     // armature's own grammar of the schema (src/grammar), so llama-server holds to what armature enforces.
-    ...(request.constraint?.type === "json_schema" ? { grammar: toGbnf(compileJsonSchema(request.constraint.schema)) } : {}),
+    ...(request.constraint?.type === "json_schema" ? { grammar: schemaGbnf(request.constraint.schema) } : {}),
     ...(request.constraint?.type === "grammar" ? { grammar: request.constraint.gbnf } : {}),
     ...(request.constraint?.type === "json_object" ? { json_schema: {} } : {}),
   };

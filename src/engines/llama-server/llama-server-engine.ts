@@ -1,7 +1,7 @@
 import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
-import { engineUrl, getJson, waitHealthy } from "../engine-server/engine-server-http.js";
+import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
 import { completionBody } from "./completion-body.js";
 import { checkTokenizerAgrees, type EngineTokenizer } from "./tokenizer-probe.js";
 
@@ -29,7 +29,11 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
   const url = engineUrl(options.url);
   await waitHealthy("llama-server", url, options.startTimeoutMs ?? 60_000);
   const props = readProps(url, await getJson("llama-server", url, "/props"));
-  await checkTokenizerAgrees(url, options.tokenizer);
+  await checkTokenizerAgrees("llama-server", url, options.tokenizer, (content) => ({
+    content,
+    add_special: false,
+    parse_special: false,
+  }));
   const blockSize = options.blockSize ?? 16;
   const { tokenizer } = options;
   const info: EngineInfo = {
@@ -111,7 +115,7 @@ export async function readLlamaServerLoad(url: string): Promise<Partial<EngineLo
 }
 
 export function parseLlamaServerMetrics(text: string): Partial<EngineLoad> {
-  const gauge = (name: string) => Number(new RegExp(`^llamacpp:${name} ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
+  const gauge = (name: string) => metricValue(text, `llamacpp:${name}`);
   const processing = gauge("requests_processing");
   const deferred = gauge("requests_deferred");
   return {

@@ -1,6 +1,6 @@
-import type { Token } from "node-llama-cpp";
 import { ArmatureError } from "../../protocol/index.js";
 import { llamaRuntime } from "../llamacpp/llama-runtime.js";
+import { modelTokens } from "../llamacpp/model-tokens.js";
 
 /** The model's own tokenizer as the worker reads it, with what its card needs. */
 export interface EngineTokenizer {
@@ -25,18 +25,7 @@ export async function ggufEngineTokenizer(path: string): Promise<EngineTokenizer
       cause,
     });
   }
-  const metadata = model.fileInfo.metadata;
-  const texts = metadata.tokenizer?.ggml?.tokens;
-  const text = (id: Token | null) => (id == null || !Array.isArray(texts) ? undefined : (texts[id] as string | undefined));
-  const eos = [model.tokens.eos, model.tokens.eot].filter((t): t is Token => t != null) as number[];
-  return {
-    path,
-    encode: (value) => model.tokenize(value, false) as number[],
-    chatTemplate: typeof metadata.tokenizer?.chat_template === "string" ? metadata.tokenizer.chat_template : undefined,
-    eosTokenIds: [...new Set(eos)],
-    bosToken: text(model.tokens.bos),
-    eosToken: text(model.tokens.eos),
-  };
+  return { path, encode: (value) => model.tokenize(value, false) as number[], ...modelTokens(model) };
 }
 
 /** Words, digits, punctuation, accents, whitespace runs and special-token text, each a place tokenizers differ. */
@@ -44,15 +33,21 @@ export const PROBE_TEXT = "Hello, world! 1234567 tokens: ñandú café naïve\n\
 
 /**
  * The router hashes the frontend's tokens, so they must be the engine's: the probe is tokenized here
- * and by llama-server's `POST /tokenize`, and a difference stops the start, naming both lists.
+ * and by the engine's `POST /tokenize` (whose body, with the probe in it, each engine words its own
+ * way: `request`), and a difference stops the start, naming both token lists.
  */
-export async function checkTokenizerAgrees(url: string, tokenizer: EngineTokenizer): Promise<void> {
+export async function checkTokenizerAgrees(
+  kind: string,
+  url: string,
+  tokenizer: EngineTokenizer,
+  request: (probe: string) => Record<string, unknown>,
+): Promise<void> {
   let remote: unknown;
   try {
     const response = await fetch(`${url}/tokenize`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ content: PROBE_TEXT, add_special: false, parse_special: false }),
+      body: JSON.stringify(request(PROBE_TEXT)),
       signal: AbortSignal.timeout(5000),
     });
     remote = ((await response.json()) as { tokens?: unknown }).tokens;
@@ -61,20 +56,9 @@ export async function checkTokenizerAgrees(url: string, tokenizer: EngineTokeniz
       cause,
     });
   }
-  const mismatch = tokenizerMismatch(url, "llama-server", tokenizer, remote);
-  if (mismatch) throw mismatch;
-}
-
-/** The error for an engine that tokenized the probe as `remote`, when that is not what `tokenizer` gives. */
-export function tokenizerMismatch(
-  url: string,
-  kind: string,
-  tokenizer: EngineTokenizer,
-  remote: unknown,
-): ArmatureError | undefined {
   const local = tokenizer.encode(PROBE_TEXT);
-  if (Array.isArray(remote) && remote.length === local.length && remote.every((t, i) => t === local[i])) return undefined;
-  return new ArmatureError(
+  if (Array.isArray(remote) && remote.length === local.length && remote.every((t, i) => t === local[i])) return;
+  throw new ArmatureError(
     "CONFIG_INVALID",
     `--model ${tokenizer.path} does not tokenize as the ${kind} at ${url} does: ${JSON.stringify(PROBE_TEXT)} is ${JSON.stringify(local)} here and ${JSON.stringify(remote)} there; give the worker the model file that ${kind} runs`,
   );

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
-import { compileJsonSchema, SchemaRefusal, toGbnf } from "../../grammar/index.js";
+import { SchemaRefusal, schemaGbnf } from "../../grammar/index.js";
 import { ArmatureError, type ResponseConstraint } from "../../protocol/index.js";
 
 /**
@@ -45,7 +45,7 @@ export class GrammarCache {
           : // armature's own compiler (src/grammar): every keyword enforced, or refused by name.
             Promise.resolve().then(() =>
               this.#llama.createGrammar({
-                grammar: constraint.type === "grammar" ? constraint.gbnf : toGbnf(compileJsonSchema(constraint.schema)),
+                grammar: constraint.type === "grammar" ? constraint.gbnf : schemaGbnf(constraint.schema),
               }),
             );
     }

@@ -35,6 +35,7 @@ import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
 import { createContext, KV_ELEMENT_BYTES, type KvCacheType } from "./llama-context.js";
 import { backendOf, defaultThreads, type GpuChoice, llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
+import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
 import { toEvaluateOptions } from "./sampling.js";
@@ -131,9 +132,6 @@ export class LlamaCppEngine implements Engine {
     const contextSize = Math.min(options.contextSizePerSequence ?? 2048, model.trainContextSize);
     const blockSize = options.blockSize ?? 16;
     const context = await createContext(model, { contextSize, sequences, threads, ...options });
-    const metadata = model.fileInfo.metadata;
-    const tokens = metadata.tokenizer?.ggml?.tokens;
-    const eosTokenIds = [model.tokens.eos, model.tokens.eot].filter((t): t is Token => t != null) as number[];
     const info: EngineInfo = {
       kind: "llamacpp",
       backend,
@@ -144,12 +142,9 @@ export class LlamaCppEngine implements Engine {
       maxSequences: sequences,
       contextLength: context.contextSize,
       tokenizer: { kind: "gguf", path: options.modelPath },
-      chatTemplate: typeof metadata.tokenizer?.chat_template === "string" ? metadata.tokenizer.chat_template : undefined,
-      eosTokenIds: [...new Set(eosTokenIds)],
-      bosToken: tokenText(tokens, model.tokens.bos),
-      eosToken: tokenText(tokens, model.tokens.eos),
+      ...modelTokens(model),
       publishesKvEvents: true,
-      kvBytesPerToken: scaled(kvBytesPerToken(metadata), KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"] / 2),
+      kvBytesPerToken: scaled(kvBytesPerToken(model.fileInfo.metadata), KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"] / 2),
     };
     const engine = new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
     engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads });
@@ -494,12 +489,6 @@ function end(
   // Tokens loaded back from the tiers below the device are reported as host-cached tokens.
   const host = lowerTierTokens > 0 ? { hostCachedTokens: lowerTierTokens } : {};
   return { type: "request-end", finishReason, promptTokens, completionTokens, cachedTokens, ...host };
-}
-
-function tokenText(tokens: unknown, id: Token | null): string | undefined {
-  if (id == null || !Array.isArray(tokens)) return undefined;
-  const text = tokens[id];
-  return typeof text === "string" ? text : undefined;
 }
 
 function scaled(value: number | undefined, factor: number): number | undefined {

@@ -1,8 +1,8 @@
 import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
-import { engineUrl, getJson, waitHealthy } from "../engine-server/engine-server-http.js";
-import { type EngineTokenizer, PROBE_TEXT, tokenizerMismatch } from "../llama-server/tokenizer-probe.js";
+import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import { checkTokenizerAgrees, type EngineTokenizer } from "../llama-server/tokenizer-probe.js";
 import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { vllmCompletionBody } from "./vllm-completion-body.js";
 
@@ -45,7 +45,8 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
       `--block-size ${options.blockSize}: the vllm at ${url} stores blocks of ${cache.blockSize} tokens (vllm:cache_config_info); leave --block-size out or give ${cache.blockSize}`,
     );
   }
-  await checkVllmTokenizer(url, card.id, options.tokenizer);
+  const model = card.id;
+  await checkTokenizerAgrees("vllm", url, options.tokenizer, (prompt) => ({ model, prompt, add_special_tokens: false }));
   const servedModel = card.id;
   const contextLength = Number.isInteger(card.max_model_len) ? (card.max_model_len as number) : 4096;
   const { tokenizer } = options;
@@ -151,7 +152,7 @@ async function readCacheConfig(url: string): Promise<{ blockSize: number; blocks
 
 async function readVllmLoad(url: string, totalBlocks: number): Promise<Partial<EngineLoad> | undefined> {
   const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
-  const gauge = (name: string) => Number(new RegExp(`^vllm:${name}(?:\\{[^}]*\\})? ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
+  const gauge = (name: string) => metricValue(text, `vllm:${name}`);
   const running = gauge("num_requests_running");
   const waiting = gauge("num_requests_waiting");
   const usage = gauge("kv_cache_usage_perc");
@@ -160,23 +161,4 @@ async function readVllmLoad(url: string, totalBlocks: number): Promise<Partial<E
     ...(Number.isFinite(waiting) ? { waitingRequests: waiting } : {}),
     ...(Number.isFinite(usage) ? { activeKvBlocks: Math.round(usage * totalBlocks) } : {}),
   };
-}
-
-async function checkVllmTokenizer(url: string, model: string, tokenizer: EngineTokenizer): Promise<void> {
-  let remote: unknown;
-  try {
-    const response = await fetch(`${url}/tokenize`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt: PROBE_TEXT, add_special_tokens: false }),
-      signal: AbortSignal.timeout(5000),
-    });
-    remote = ((await response.json()) as { tokens?: unknown }).tokens;
-  } catch (cause) {
-    throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: POST /tokenize failed (${(cause as Error).message})`, {
-      cause,
-    });
-  }
-  const mismatch = tokenizerMismatch(url, "vllm", tokenizer, remote);
-  if (mismatch) throw mismatch;
 }

@@ -1,11 +1,4 @@
-import {
-  choiceAnswerGrammar,
-  compileJsonSchema,
-  RegexRefusal,
-  regexAnswerGrammar,
-  SchemaRefusal,
-  toGbnf,
-} from "../../grammar/index.js";
+import { choiceAnswerGrammar, RegexRefusal, regexAnswerGrammar, SchemaRefusal, schemaGbnf, toGbnf } from "../../grammar/index.js";
 import type { ResponseConstraint, SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
@@ -138,7 +131,7 @@ function parseGuided(field: (typeof CONSTRAINT_FIELDS)[number], value: unknown):
         throw invalid("guided_json", `'guided_json' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`);
       }
       try {
-        compileJsonSchema(object);
+        schemaGbnf(object);
       } catch (error) {
         if (!(error instanceof SchemaRefusal)) throw error;
         throw invalid(`guided_json${error.pointer}`, `'guided_json': ${error.message}`);
@@ -206,7 +199,7 @@ function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
 /** A keyword the grammar cannot enforce: 400 naming it, `param` the schema's path and the keyword's pointer. */
 function refuseUnenforceable(schema: Body): void {
   try {
-    compileJsonSchema(schema);
+    schemaGbnf(schema);
   } catch (error) {
     if (!(error instanceof SchemaRefusal)) throw error;
     throw invalid(`response_format.json_schema.schema${error.pointer}`, `'response_format.json_schema.schema': ${error.message}`);

@@ -1,4 +1,4 @@
-import { compileJsonSchema, SchemaRefusal } from "../../grammar/index.js";
+import { SchemaRefusal, schemaGbnf } from "../../grammar/index.js";
 import { ArmatureError, type ModelCard, type ResponseConstraint } from "../../protocol/index.js";
 import { newToolCallId } from "./call-ids.js";
 import { ConstrainedCallStream } from "./constrained-stream.js";
@@ -51,7 +51,7 @@ export function planToolCalls(
 function refuseUnenforceable(tools: ToolRequest, constraint: ResponseConstraint): void {
   if (constraint.type !== "json_schema") return;
   try {
-    compileJsonSchema(constraint.schema);
+    schemaGbnf(constraint.schema);
   } catch (error) {
     if (!(error instanceof SchemaRefusal)) throw error;
     const match = /^(?:\/items)?(?:\/anyOf\/(\d+))?\/properties\/arguments(.*)$/.exec(error.pointer);
