@@ -68,14 +68,15 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       "--model is needed: a vllm worker reads the model's tokenizer from the GGUF vLLM serves (Hugging Face tokenizer folders are not read yet)",
     );
   }
-  const modelPath = options.model ?? (await modelPathOf(urls[0] as string, options.engineWaitMs));
+  const waitMs = options.engineWaitMs ?? 60_000;
+  const modelPath = options.model ?? (await modelPathOf(urls[0] as string, waitMs));
   const tokenizer = await ggufEngineTokenizer(modelPath);
   const modelName = options.modelName ?? basename(modelPath).replace(/\.gguf$/i, "");
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const workers: WorkerHost[] = [];
   const dropped = logger.child({ component: "engine-kv-events" });
   const connect = async (url: string, index: number): Promise<WorkerHost> => {
-    const common = { url, tokenizer, startTimeoutMs: options.engineWaitMs, blockSize: options.blockSize };
+    const common = { url, tokenizer, startTimeoutMs: waitMs, blockSize: options.blockSize };
     const engine: Engine =
       options.engine === "vllm"
         ? await connectVllm({

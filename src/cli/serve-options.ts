@@ -44,8 +44,8 @@ export interface ServeOptions {
   /** `--kv-events-endpoint`, `--kv-events-replay-endpoint`: per engine URL, in its order (vllm). */
   readonly kvEventsEndpoints: readonly string[];
   readonly kvEventsReplayEndpoints: readonly string[];
-  /** `--engine-wait`, in ms: how long a sidecar worker waits for its engine's health at start. */
-  readonly engineWaitMs: number;
+  /** `--engine-wait`, in ms: how long a sidecar worker waits for its engine's health at start (default 60 s). */
+  readonly engineWaitMs: number | undefined;
   readonly model: string | undefined;
   readonly modelName: string | undefined;
   readonly workers: number;
@@ -252,7 +252,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     engineUrls: list("engine-url"),
     kvEventsEndpoints: list("kv-events-endpoint"),
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
-    engineWaitMs: (num("engine-wait", false, 0) ?? 60) * 1000,
+    engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),
     model: str("model"),
     modelName: str("model-name"),
     workers: num("workers", true, 1) ?? 1,

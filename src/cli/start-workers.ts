@@ -61,6 +61,7 @@ export async function startWorkers(
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
   if (options.engine === "llama-server" || options.engine === "vllm") return startEngineSidecars(options, runtime, logger);
+  refuseSidecarFlags(options);
   const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
   const modelName =
     options.modelName ??
@@ -138,6 +139,24 @@ export async function startWorkers(
 /** The llama.cpp hardware flags given, as engine options (absent: the engine's default). */
 function llamaHardware(llama: LlamaHardwareOptions): Partial<LlamaCppEngineOptions> {
   return Object.fromEntries(Object.entries(llama).filter(([, value]) => value !== undefined));
+}
+
+/** The engine-server flags, given to an engine that runs in this process: refused by name. */
+function refuseSidecarFlags(options: ServeOptions): void {
+  const given = (
+    [
+      ["engine-url", options.engineUrls.length > 0],
+      ["kv-events-endpoint", options.kvEventsEndpoints.length > 0],
+      ["kv-events-replay-endpoint", options.kvEventsReplayEndpoints.length > 0],
+      ["engine-wait", options.engineWaitMs !== undefined],
+    ] as const
+  ).find(([, present]) => present);
+  if (given) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--${given[0]} is for --engine llama-server or --engine vllm; --engine ${options.engine} runs its model in this process`,
+    );
+  }
 }
 
 function refuseLlamaFlags(options: ServeOptions): void {

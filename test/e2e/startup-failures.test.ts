@@ -69,10 +69,16 @@ test("a second signal during the drain ends the process at once, saying so", asy
   await reader?.cancel().catch(() => {});
 });
 
-test("llama.cpp hardware flags that cannot be honoured stop serve at once, naming the flag", async () => {
+test("flags of another engine, and llama.cpp hardware flags that cannot be honoured, stop serve at once, naming the flag", async () => {
   const mocker = await run(["serve", "--engine", "mocker", "--port", "0", "--threads", "4"], 30_000);
   assert.equal(mocker.code, 1);
   assert.match(mocker.stderr, /--threads is for --engine llamacpp; the mocker runs no llama\.cpp/);
+  const url = await run(["serve", "--engine", "mocker", "--port", "0", "--engine-url", "http://127.0.0.1:9"], 30_000);
+  assert.equal(url.code, 1);
+  assert.match(
+    url.stderr,
+    /--engine-url is for --engine llama-server or --engine vllm; --engine mocker runs its model in this process/,
+  );
   const cpuOnly = await run(["serve", "--port", "0", "--gpu", "off", "--gpu-layers", "max"], 30_000);
   assert.equal(cpuOnly.code, 1);
   assert.match(cpuOnly.stderr, /--gpu-layers max: llama\.cpp runs on the CPU here \(--gpu off\)/);
