@@ -56,8 +56,9 @@ test("the load planner adds workers under a load its SLA cannot hold and drains 
   try {
     await scaleUpAndDown(server.url);
   } catch (error) {
-    // What the server printed says why, when it went away.
-    throw new Error(`${(error as Error).message}\n--- armature serve printed:\n${server.output()}`, { cause: error });
+    // What the server printed, and whether it is still running, say why when it went away.
+    const exit = server.child.exitCode ?? server.child.signalCode ?? "still running";
+    throw new Error(`${(error as Error).message}\n--- armature serve (${exit}) printed:\n${server.output()}`, { cause: error });
   } finally {
     assert.equal(await server.stop("SIGTERM"), 0, server.output());
   }
@@ -67,18 +68,29 @@ test("the load planner adds workers under a load its SLA cannot hold and drains 
 async function scaleUpAndDown(url: string): Promise<void> {
   const state = async () => (await (await fetch(`${url}/v1/planner`)).json()) as PlannerState;
   let busy = true;
+  // The load loop's failure is rethrown here, never left as an unhandled rejection that would
+  // hide what the server printed.
+  let loadFailure: unknown;
   const load = (async () => {
     while (busy) await Promise.all([complete(url, 4), complete(url, 4)]);
-  })();
-  const grown = await until("the pool grows to 3", state, (s) => s.pools.aggregated?.desired === 3);
+  })().catch((error: unknown) => {
+    loadFailure = error;
+  });
+  const grownOrFailed = async () => {
+    if (loadFailure) throw loadFailure;
+    return state();
+  };
+  const grown = await until("the pool grows to 3", grownOrFailed, (s) => s.pools.aggregated?.desired === 3);
   assert.ok(grown.decisions.some((d) => d.action === "up" && d.applied));
   const health = (await (await fetch(`${url}/health`)).json()) as { instances?: unknown[]; workers?: unknown[] };
   assert.equal((health.instances ?? health.workers ?? []).length, 3, JSON.stringify(health));
   busy = false;
   await load;
+  if (loadFailure) throw loadFailure;
   // A long request keeps streaming while no request finishes: the planner reads the deployment
   // as idle and drains workers, this one's included if it is picked; it must still complete.
   const long = complete(url, 3000);
+  long.catch(() => undefined); // awaited below; a drain that times out first must not leave it unhandled
   await until("the pool drains to 1", state, (s) => s.pools.aggregated?.desired === 1, 30_000);
   assert.equal(await long, 3000);
   const metrics = await (await fetch(`${url}/metrics`)).text();
