@@ -92,8 +92,7 @@ async function planned(trace: readonly TraceRequest[], options: PlannerOptions, 
     trace,
     workers: start,
     slo: { ttftMs: SLO.sloTtftMs, itlMs: SLO.sloItlMs },
-    control: planner.control,
-    onRequestFinished: planner.onRequestFinished,
+    ...planner.hooks,
   });
   const report = planner.report(r.sim_seconds * 1000, r.requests);
   return {

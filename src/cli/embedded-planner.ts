@@ -1,6 +1,13 @@
-import type { FinishedRequestTimings } from "../frontend/index.js";
+import type { FinishedRequestTimings, RunningRequestListener } from "../frontend/index.js";
 import type { Logger, MetricMeter } from "../observability/index.js";
-import { compilePlannerOptions, Planner, type PlannerSignals, TrafficWindow, VirtualConnector } from "../planner/index.js";
+import {
+  compilePlannerOptions,
+  LiveLatency,
+  Planner,
+  type PlannerSignals,
+  TrafficWindow,
+  VirtualConnector,
+} from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
@@ -14,6 +21,7 @@ export interface EmbeddedPlanner {
   readonly hooks: {
     readonly plannerState: () => unknown;
     readonly onRequestFinished: (request: FinishedRequestTimings) => void;
+    readonly onRequestStarted: (startedAt: number) => RunningRequestListener;
   };
   /** Workers the planner started (and has not drained). */
   readonly added: () => readonly WorkerHost[];
@@ -24,9 +32,10 @@ export interface EmbeddedPlanner {
 /**
  * The planner of `armature serve --planner load|sla`: its workers are engines in this process, so a
  * scale-up starts one more worker with the serve flags and a scale-down closes one (it drains:
- * takes no new requests, finishes its own). The load loop judges the TTFT and ITL of the requests
- * finished in its last six periods (an idle deployment reads as zero, so it shrinks to
- * `--min-workers`).
+ * takes no new requests, finishes its own). The load loop judges each worker's TTFT and ITL: of
+ * the requests finished on it in its last six periods and of those running now, a request still
+ * waiting counting with its age (`LiveLatency`); an idle deployment reads as zero, so it shrinks to
+ * `--min-workers`.
  */
 export async function startEmbeddedPlanner(
   options: ServeOptions,
@@ -62,15 +71,20 @@ export async function startEmbeddedPlanner(
       removeWorker: (_role, id) => {
         hosts.delete(id);
         added.delete(id);
+        live.forget(id);
       },
     },
     onError: (error, role) => logger.warn({ err: (error as Error).message, role }, "the planner could not change a worker"),
   });
-  // Latencies of the last six load-loop periods (30 s at the default 5 s).
-  const traffic = new TrafficWindow(clock.now(), 6 * compiled.loadIntervalSeconds * 1000);
+  const traffic = new TrafficWindow(clock.now());
+  // Per worker: the requests finished in the last six load-loop periods (30 s at the default 5 s)
+  // and those running now, queue time included.
+  const live = new LiveLatency(6 * compiled.loadIntervalSeconds * 1000);
+  const poolWorkers = (pool: string): string[] =>
+    [...hosts.values()].filter((h) => pool === "aggregated" || h.card.role === pool).map((h) => h.id);
   const signals: PlannerSignals = {
     takeInterval: (now) => traffic.takeInterval(now),
-    estimates: () => [traffic.measured(clock.now()) ?? { ttftMs: 0, itlMs: 0 }],
+    estimates: (pool) => live.estimates(clock.now(), poolWorkers(pool)),
   };
   const planner = Planner.start({
     options: compiled,
@@ -84,6 +98,7 @@ export async function startEmbeddedPlanner(
     planner,
     hooks: {
       plannerState: () => planner.state(),
+      onRequestStarted: (startedAt) => live.begin(startedAt),
       onRequestFinished: (request) => {
         if (request.status !== "success") return;
         traffic.record(clock.now(), {

@@ -159,7 +159,7 @@ export async function replayCommand(
     series.push({ name: policy, ttftMs });
     const planner = plannerOptions ? new ReplayPlanner(plannerOptions, initial, startupMs) : undefined;
     const result = await replay({
-      ...(planner ? { control: planner.control, onRequestFinished: planner.onRequestFinished } : {}),
+      ...(planner ? planner.hooks : {}),
       ttftSink: ttftMs,
       trace,
       policy,

@@ -49,7 +49,7 @@ export async function startFrontend(
   /** Where `/metrics` reads from; workers in the same process add theirs to it. */
   meter = new PrometheusMeter(),
   /** A planner's hooks: its state for `GET /v1/planner`, and the finished requests it reads. */
-  planner: Pick<FrontendOptions, "plannerState" | "onRequestFinished"> = {},
+  planner: Pick<FrontendOptions, "plannerState" | "onRequestFinished" | "onRequestStarted"> = {},
 ): Promise<FrontendStack> {
   const apiAccess = createApiAccess(options, meter);
   // Bad certificate files stop the start here, naming the flag, before anything listens.

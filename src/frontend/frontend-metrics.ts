@@ -47,6 +47,16 @@ export interface RoutingDecision {
   readonly blockSize: number;
 }
 
+/**
+ * Follows one request while it runs (the embedded planner's live latencies), on the
+ * `performance.now()` clock: where it was routed, when its tokens came, when it ended.
+ */
+export interface RunningRequestListener {
+  routed(workerId: string, prefillWorkerId?: string): void;
+  tokens(nowMs: number, count: number): void;
+  end(nowMs: number): void;
+}
+
 /** Tracks one request's latencies as its tokens arrive. */
 export class RequestTimer {
   readonly #metrics: FrontendMetrics;
@@ -56,17 +66,20 @@ export class RequestTimer {
   #lastTokenAt: number | undefined;
   #tokens = 0;
   #finished = false;
+  readonly #listener: RunningRequestListener | undefined;
 
   constructor(metrics: FrontendMetrics, model: string, startedAt = performance.now()) {
     this.#metrics = metrics;
     this.#startedAt = startedAt;
     this.#model = model;
     metrics.inflight.inc({ model });
+    this.#listener = metrics.onStarted?.(startedAt);
   }
 
   onTokens(count: number): void {
     const now = performance.now();
     this.#tokens += count;
+    this.#listener?.tokens(now, count);
     if (this.#lastTokenAt === undefined) {
       this.#firstTokenAt = now;
       this.#metrics.ttft.observe({ model: this.#model }, (now - this.#startedAt) / 1000);
@@ -80,12 +93,14 @@ export class RequestTimer {
 
   /** Tells the routing listener where the request went. */
   routed(decision: Omit<RoutingDecision, "model">): void {
+    this.#listener?.routed(decision.workerId, decision.prefillWorkerId);
     this.#metrics.onRouted?.({ ...decision, model: this.#model });
   }
 
   finish(outcome: RequestOutcome): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#listener?.end(performance.now());
     const m = this.#metrics;
     const model = this.#model;
     m.inflight.dec({ model });
@@ -133,6 +148,8 @@ export class FrontendMetrics {
   readonly onFinished: ((request: FinishedRequestTimings) => void) | undefined;
   /** Hears where each request was routed. */
   readonly onRouted: ((decision: RoutingDecision) => void) | undefined;
+  /** Follows each request from its start (`startedAt`, on `performance.now()`'s clock) while it runs. */
+  readonly onStarted: ((startedAt: number) => RunningRequestListener) | undefined;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -151,9 +168,11 @@ export class FrontendMetrics {
     meter: MetricMeter,
     onFinished?: (request: FinishedRequestTimings) => void,
     onRouted?: (decision: RoutingDecision) => void,
+    onStarted?: (startedAt: number) => RunningRequestListener,
   ) {
     this.onFinished = onFinished;
     this.onRouted = onRouted;
+    this.onStarted = onStarted;
     const p = "frontend_";
     this.requests = meter.counter(`${p}requests_total`, "Requests handled, by endpoint, type and outcome", [
       "model",

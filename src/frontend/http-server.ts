@@ -17,7 +17,7 @@ import type { InvalidMessages } from "../runtime/index.js";
 import { type AccessControl, sendAccessDenial } from "./access/index.js";
 import { answerClientError } from "./client-errors.js";
 import { Dashboard } from "./dashboard/index.js";
-import { type FinishedRequestTimings, FrontendMetrics } from "./frontend-metrics.js";
+import { type FinishedRequestTimings, FrontendMetrics, type RunningRequestListener } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
 import { handleKserveRest, isKservePath, type KserveDeps, KserveGrpcServer, sendKserveDenial } from "./kserve/index.js";
@@ -58,6 +58,8 @@ export interface FrontendOptions {
   readonly instanceId?: string | undefined;
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
+  /** Follows each request while it runs (a planner in this process reads its live latencies). */
+  readonly onRequestStarted?: ((startedAt: number) => RunningRequestListener) | undefined;
   /**
    * Where request spans go (`--otlp-endpoint`). Every response carries its trace id in
    * `x-armature-trace-id` either way: the client's from `traceparent`, else a new one.
@@ -114,6 +116,7 @@ export class Frontend {
         options.onRequestFinished?.(request);
       },
       (decision) => window.recordRouted(decision),
+      options.onRequestStarted,
     );
     this.#pipelines = new ModelPipelines(options.router.workers);
     const handle = (req: IncomingMessage, res: ServerResponse): void => {

@@ -1,6 +1,6 @@
 export type { ApiKeySpec } from "./access/index.js";
 export { AccessControl, apiKeysFromFlags, joinKeyLists, readApiKeysFile } from "./access/index.js";
-export type { FinishedRequestTimings } from "./frontend-metrics.js";
+export type { FinishedRequestTimings, RunningRequestListener } from "./frontend-metrics.js";
 export { toHttpError } from "./http-errors.js";
 export type { FrontendOptions, TlsOptions } from "./http-server.js";
 export { Frontend } from "./http-server.js";

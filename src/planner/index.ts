@@ -15,6 +15,8 @@ export type { KalmanSettings } from "./kalman-predictor.js";
 export { KalmanPredictor } from "./kalman-predictor.js";
 export type { WorkerLatencyEstimate, WorkerLoadSignal } from "./latency-estimate.js";
 export { concurrencyAtKvUsage, estimateWorkerLatency } from "./latency-estimate.js";
+export type { TrackedRequest } from "./live-latency.js";
+export { LiveLatency } from "./live-latency.js";
 export type { LoadDecision, LoadLoopSettings, LoadObservation, PoolDecision, PoolName, PoolObservation } from "./load-loop.js";
 export { LoadLoop } from "./load-loop.js";
 export type { LoadPredictor, PredictorName } from "./load-predictor.js";

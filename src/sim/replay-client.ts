@@ -1,4 +1,4 @@
-import { migratingStream } from "../frontend/index.js";
+import { migratingStream, type RunningRequestListener } from "../frontend/index.js";
 import { type GenerateRequest, isArmatureError } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
 import type { Clock } from "../runtime/index.js";
@@ -26,9 +26,31 @@ export async function sendRequest(
   request: GenerateRequest,
   clock: Clock,
   recorder: ReplayRecorder,
-  hooks: { onToken?: () => void; onFinished?: ((r: FinishedReplayRequest) => void) | undefined } = {},
+  hooks: {
+    onToken?: () => void;
+    onFinished?: ((r: FinishedReplayRequest) => void) | undefined;
+    /** Follows the request while it runs (a planner's live latencies), on `clock`. */
+    onStarted?: ((nowMs: number) => RunningRequestListener) | undefined;
+  } = {},
 ): Promise<void> {
   const arrival = clock.now();
+  const running = hooks.onStarted?.(arrival);
+  try {
+    await follow(router, request, clock, recorder, hooks, arrival, running);
+  } finally {
+    running?.end(clock.now());
+  }
+}
+
+async function follow(
+  router: Router,
+  request: GenerateRequest,
+  clock: Clock,
+  recorder: ReplayRecorder,
+  hooks: { onToken?: () => void; onFinished?: ((r: FinishedReplayRequest) => void) | undefined },
+  arrival: number,
+  running: RunningRequestListener | undefined,
+): Promise<void> {
   // A fresh signal per request: engines and planes add a listener to it, and replays make millions of calls.
   const signal = new AbortController().signal;
   let call: Awaited<ReturnType<Router["route"]>>;
@@ -38,6 +60,7 @@ export async function sendRequest(
     if (isArmatureError(error) && error.code === "ROUTER_OVERLOADED") recorder.rejected++;
     return;
   }
+  running?.routed(call.workerId, call.prefillWorkerId);
   let first = -1;
   let last = -1;
   let count = 0;
@@ -47,6 +70,7 @@ export async function sendRequest(
         if (first < 0) first = clock.now();
         last = clock.now();
         count += item.tokenIds.length;
+        running?.tokens(last, item.tokenIds.length);
         hooks.onToken?.();
       } else if (item.finishReason === "length" || item.finishReason === "stop") {
         const itlMs = count > 1 ? (last - first) / (count - 1) : undefined;

@@ -49,7 +49,7 @@ const planned = () => {
 
 async function withPlanner() {
   const p = planner();
-  const result = await replay({ ...base, control: p.control, onRequestFinished: p.onRequestFinished });
+  const result = await replay({ ...base, ...p.hooks });
   return { result, report: p.report(result.sim_seconds * 1000, result.requests) };
 }
 
@@ -80,7 +80,7 @@ test("the planner meets the ITL target for more requests than the fixed single w
   const advisory = new ReplayPlanner(compilePlannerOptions({ mode: "load", advisory: true, sloTtftMs: 2000, sloItlMs: 10 }), {
     aggregated: 1,
   });
-  const result = await replay({ ...base, control: advisory.control, onRequestFinished: advisory.onRequestFinished });
+  const result = await replay({ ...base, ...advisory.hooks });
   const one = advisory.report(result.sim_seconds * 1000, result.requests);
   assert.equal(one.max_workers_used, 1);
   assert.ok(report.slo_attainment > one.slo_attainment, `planner ${report.slo_attainment} vs one worker ${one.slo_attainment}`);

@@ -1,13 +1,15 @@
+import type { RunningRequestListener } from "../frontend/index.js";
 import { silentLogger } from "../observability/index.js";
 import {
   type CompiledPlannerOptions,
+  LiveLatency,
   Planner,
   type PlannerDecisionRecord,
   TrafficWindow,
   VirtualConnector,
 } from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
-import type { ReplayControl } from "./replay.js";
+import type { ReplayControl, ReplayOptions } from "./replay.js";
 import type { FinishedReplayRequest } from "./replay-client.js";
 
 /** What a replay with a planner reports beyond the usual figures. */
@@ -27,8 +29,8 @@ export interface PlannerReplayReport {
 /**
  * Runs the real planner inside a replay: its virtual connector adds and drains the replay fleet's
  * mocker workers on the virtual clock (a new worker takes `startupMs` to take requests), and its
- * traffic window reads the requests the replay finishes. Pass `control` and `onRequestFinished`
- * to `replay`, then read `report()`.
+ * traffic window and live latencies read the requests the replay runs. Spread `hooks` into
+ * `replay`'s options, then read `report()`.
  */
 export class ReplayPlanner {
   readonly #options: CompiledPlannerOptions;
@@ -37,6 +39,7 @@ export class ReplayPlanner {
   readonly #decisions: PlannerDecisionRecord[] = [];
   readonly #timeline: Array<[number, number]> = [];
   #traffic: TrafficWindow | undefined;
+  #live: LiveLatency | undefined;
   #now: () => number = () => 0;
   #alive = 0;
   #aliveSince = 0;
@@ -54,7 +57,9 @@ export class ReplayPlanner {
   /** The replay's `control`: runs the planner until the replay ends. */
   readonly control = async ({ fleet, clock, signal }: ReplayControl): Promise<void> => {
     this.#now = () => clock.now();
-    this.#traffic = new TrafficWindow(clock.now(), 6 * this.#options.loadIntervalSeconds * 1000);
+    this.#traffic = new TrafficWindow(clock.now());
+    const live = new LiveLatency(6 * this.#options.loadIntervalSeconds * 1000);
+    this.#live = live;
     this.#change(Object.values(this.#initial).reduce((a, b) => a + (b ?? 0), 0));
     const roles = (Object.keys(this.#initial) as WorkerRole[]).filter((r) => (this.#initial[r] ?? 0) > 0);
     const connector = await VirtualConnector.create({
@@ -76,6 +81,7 @@ export class ReplayPlanner {
         drainWorker: (role, id) => fleet.drainWorker(role, id),
         removeWorker: async (role, id) => {
           await fleet.removeWorker(role, id);
+          live.forget(id);
           this.#change(-1);
         },
       },
@@ -88,7 +94,8 @@ export class ReplayPlanner {
       logger: silentLogger,
       signals: {
         takeInterval: (now) => traffic.takeInterval(now),
-        estimates: () => [traffic.measured(clock.now()) ?? { ttftMs: 0, itlMs: 0 }],
+        estimates: (pool) =>
+          live.estimates(clock.now(), pool === "aggregated" ? roles.flatMap((r) => fleet.workers(r)) : fleet.workers(pool)),
       },
       onDecision: (d) => {
         if (d.to !== d.from) this.#decisions.push(d);
@@ -100,6 +107,17 @@ export class ReplayPlanner {
     });
     await planner.close();
     await connector.close();
+  };
+
+  /** What `replay` takes from the planner: spread it into the replay's options. */
+  get hooks(): Pick<ReplayOptions, "control" | "onRequestFinished" | "onRequestStarted"> {
+    return { control: this.control, onRequestFinished: this.onRequestFinished, onRequestStarted: this.onRequestStarted };
+  }
+
+  /** The replay's `onRequestStarted`: the load loop's live latencies, per worker. */
+  readonly onRequestStarted = (nowMs: number): RunningRequestListener => {
+    if (!this.#live) throw new Error("the replay started a request before its control ran");
+    return this.#live.begin(nowMs);
   };
 
   /** The replay's `onRequestFinished`. */

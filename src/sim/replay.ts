@@ -1,4 +1,5 @@
 import { ObjectTier, SeededRandom, type TimingModel } from "../engines/index.js";
+import type { RunningRequestListener } from "../frontend/index.js";
 import type { MetricMeter } from "../observability/index.js";
 import { type GenerateRequest, subjects, type WorkerRole } from "../protocol/index.js";
 import type { BusyThresholds } from "../router/index.js";
@@ -83,6 +84,8 @@ export interface ReplayOptions {
   readonly control?: (control: ReplayControl) => Promise<void> | void;
   /** Hears every completed request (a planner's traffic window). */
   readonly onRequestFinished?: (request: FinishedReplayRequest) => void;
+  /** Follows each request while it runs, on the virtual clock (a planner's live latencies). */
+  readonly onRequestStarted?: (nowMs: number) => RunningRequestListener;
   /** Receives the router's overhead and disaggregation metrics, as `armature serve`'s /metrics does. */
   readonly meter?: MetricMeter;
   /** Targets for goodput (requests meeting every target per second). */
@@ -199,6 +202,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       await sendRequest(routing.router, generate, clock, recorder, {
         onToken: progress,
         onFinished: options.onRequestFinished,
+        onStarted: options.onRequestStarted,
       });
     } finally {
       finished++;
