@@ -79,7 +79,7 @@ export async function startEmbeddedPlanner(
   const traffic = new TrafficWindow(clock.now());
   // Per worker: the requests finished in the last six load-loop periods (30 s at the default 5 s)
   // and those running now, queue time included.
-  const live = new LiveLatency(6 * compiled.loadIntervalSeconds * 1000);
+  const live = new LiveLatency(6 * compiled.loadIntervalSeconds * 1000, compiled.latencyQuantile);
   const poolWorkers = (pool: string): string[] =>
     [...hosts.values()].filter((h) => pool === "aggregated" || h.card.role === pool).map((h) => h.id);
   const signals: PlannerSignals = {

@@ -88,6 +88,10 @@ test("bad flags end with a message naming the flag", () => {
       /^--engine is not a flag of armature planner: the flags of the workers it starts go after --/,
     ],
     [[...planes, "--nonsense", "--", "--engine", "mocker"], /^--nonsense is not a flag of armature planner/],
+    [
+      [...planes, "--planner-quantile", "0.9", "--", "--engine", "mocker"],
+      /^--planner-quantile is not a flag of armature planner: it judges the mean TTFT and ITL the frontends report/,
+    ],
     [[...planes], /^--connector local needs the flags of the workers it starts after --/],
     [
       [...planes, "--", "--engine", "mocker", "--", "--engine", "mocker"],

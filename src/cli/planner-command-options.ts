@@ -108,6 +108,11 @@ export function resolvePlannerCommandOptions(
   for (const token of parsed.tokens) {
     if (token.kind !== "option") continue;
     if ((OWN_FLAGS as readonly string[]).includes(token.name)) continue;
+    if (token.name === "planner-quantile") {
+      refuse(
+        "--planner-quantile is not a flag of armature planner: it judges the mean TTFT and ITL the frontends report; the quantile of each worker's live latencies is armature serve's and armature replay's",
+      );
+    }
     if (!SHARED_FLAGS.has(token.name)) {
       refuse(
         `--${token.name} is not a flag of armature planner: the flags of the workers it starts go after --, e.g. armature planner --bus … --discovery … -- --${token.name} …`,

@@ -30,7 +30,7 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
         [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]
-        [--planner-up-threshold F] [--planner-down-threshold F]]
+        [--planner-up-threshold F] [--planner-down-threshold F] [--planner-quantile Q]]
   With --planner the real planner sizes the pools as the replay runs (workers start after --worker-startup-s, 30);
   the JSON adds worker_seconds, max_workers_used and the decisions, and --chart draws workers and load over time.`;
 
@@ -93,6 +93,7 @@ export async function replayCommand(
       "planner-cooldown": { type: "string" },
       "planner-up-threshold": { type: "string" },
       "planner-down-threshold": { type: "string" },
+      "planner-quantile": { type: "string" },
       "worker-startup-s": { type: "string", default: "30" },
     },
   });
@@ -270,6 +271,7 @@ async function replayPlannerOptions(
     cooldownSeconds: num("planner-cooldown", 0),
     scaleUpThreshold: num("planner-up-threshold", Number.MIN_VALUE),
     scaleDownThreshold: num("planner-down-threshold", 0),
+    latencyQuantile: num("planner-quantile", 0),
     predictor: values.predictor as string | undefined,
     profile,
   };

@@ -217,6 +217,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       ...optionalNumber("cooldownSeconds", num("planner-cooldown", false, 0)),
       ...optionalNumber("scaleUpThreshold", num("planner-up-threshold", false, Number.MIN_VALUE)),
       ...optionalNumber("scaleDownThreshold", num("planner-down-threshold", false, 0)),
+      ...optionalNumber("latencyQuantile", num("planner-quantile", false, 0)),
       ...(str("predictor") !== undefined ? { predictor: str("predictor") as string } : {}),
       ...(bool("planner-advisory") ? { advisory: true } : {}),
       ...(profilePath ? { profile: readProfile(profilePath) } : {}),

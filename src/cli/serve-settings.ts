@@ -15,6 +15,7 @@ export const plannerSizingFlags = [
   "planner-cooldown",
   "planner-up-threshold",
   "planner-down-threshold",
+  "planner-quantile",
 ] as const;
 
 /** One flag: its type, environment twin, help, and allowed values. */
@@ -384,6 +385,11 @@ export const serveSettings: Record<string, Setting> = {
     type: "number",
     env: "ARMATURE_PLANNER_DOWN_THRESHOLD",
     help: "planner: drain a worker when latencies are below this share of their targets (default 0.8)",
+  },
+  "planner-quantile": {
+    type: "number",
+    env: "ARMATURE_PLANNER_QUANTILE",
+    help: "planner: the quantile of each worker's live TTFTs and ITLs judged against the targets (default 0.9)",
   },
   "planner-advisory": {
     type: "boolean",

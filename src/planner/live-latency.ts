@@ -10,39 +10,30 @@ export interface TrackedRequest {
   end(nowMs: number): void;
 }
 
-/** Latency samples of one worker within the window, with running sums for an O(1) mean. */
+/** Latency samples of one worker, oldest first, dropped as they leave the window. */
 class WindowedSamples {
   #at: number[] = [];
   #values: number[] = [];
   #head = 0;
-  #sum = 0;
 
   push(atMs: number, value: number): void {
     this.#at.push(atMs);
     this.#values.push(value);
-    this.#sum += value;
   }
 
   /** Drops samples taken before `oldestMs`. */
   trim(oldestMs: number): void {
-    while (this.#head < this.#at.length && (this.#at[this.#head] as number) < oldestMs) {
-      this.#sum -= this.#values[this.#head] as number;
-      this.#head++;
-    }
+    while (this.#head < this.#at.length && (this.#at[this.#head] as number) < oldestMs) this.#head++;
     if (this.#head > 1024 && this.#head * 2 > this.#at.length) {
       this.#at = this.#at.slice(this.#head);
       this.#values = this.#values.slice(this.#head);
       this.#head = 0;
     }
-    if (this.#head === this.#at.length) this.#sum = 0; // no drift from float sums once empty
   }
 
-  get count(): number {
-    return this.#at.length - this.#head;
-  }
-
-  get sum(): number {
-    return this.#sum;
+  /** The samples within the window, appended to `into`. */
+  collect(into: number[]): void {
+    for (let i = this.#head; i < this.#values.length; i++) into.push(this.#values[i] as number);
   }
 }
 
@@ -88,13 +79,18 @@ class Request implements TrackedRequest {
  */
 export class LiveLatency {
   readonly #windowMs: number;
+  readonly #quantile: number | undefined;
   readonly #running = new Set<Request>();
   readonly #ttft = new Map<string, WindowedSamples>();
   readonly #itl = new Map<string, WindowedSamples>();
 
-  /** `windowMs`: how long a finished request's latencies count. */
-  constructor(windowMs: number) {
+  /**
+   * `windowMs`: how long a finished request's latencies count. `quantile`: the estimate is this
+   * quantile of a worker's samples (0.9: the latency 90% of them stay within); the mean without it.
+   */
+  constructor(windowMs: number, quantile?: number) {
     this.#windowMs = windowMs;
+    this.#quantile = quantile;
   }
 
   /** Follows a request that arrived at `nowMs`. */
@@ -122,42 +118,42 @@ export class LiveLatency {
   /** One estimate per worker of `workerIds`, in that order, at `nowMs`. */
   estimates(nowMs: number, workerIds: readonly string[]): WorkerLatencyEstimate[] {
     const oldest = nowMs - this.#windowMs;
-    const sums = new Map<string, { ttft: number; ttftN: number; itl: number; itlN: number }>();
+    const values = new Map<string, { ttft: number[]; itl: number[] }>();
     for (const id of workerIds) {
-      const ttft = this.#ttft.get(id);
-      const itl = this.#itl.get(id);
-      ttft?.trim(oldest);
-      itl?.trim(oldest);
-      sums.set(id, { ttft: ttft?.sum ?? 0, ttftN: ttft?.count ?? 0, itl: itl?.sum ?? 0, itlN: itl?.count ?? 0 });
+      const ttft: number[] = [];
+      const itl: number[] = [];
+      for (const [map, into] of [
+        [this.#ttft, ttft],
+        [this.#itl, itl],
+      ] as const) {
+        const samples = map.get(id);
+        samples?.trim(oldest);
+        samples?.collect(into);
+      }
+      values.set(id, { ttft, itl });
     }
     for (const request of this.#running) {
       if (request.firstMs < 0) {
         const age = nowMs - request.startedMs;
-        if (request.ttftWorker === undefined) {
-          for (const sum of sums.values()) {
-            sum.ttft += age;
-            sum.ttftN++;
-          }
-        } else {
-          const sum = sums.get(request.ttftWorker);
-          if (sum) {
-            sum.ttft += age;
-            sum.ttftN++;
-          }
-        }
+        if (request.ttftWorker === undefined) for (const v of values.values()) v.ttft.push(age);
+        else values.get(request.ttftWorker)?.ttft.push(age);
         continue;
       }
       if (request.count < 2 || request.itlWorker === undefined) continue;
-      const sum = sums.get(request.itlWorker);
-      if (!sum) continue;
       const mean = (request.lastMs - request.firstMs) / (request.count - 1);
-      sum.itl += Math.max(mean, (nowMs - request.firstMs) / request.count);
-      sum.itlN++;
+      values.get(request.itlWorker)?.itl.push(Math.max(mean, (nowMs - request.firstMs) / request.count));
     }
     return workerIds.map((id) => {
-      const sum = sums.get(id)!;
-      return { ttftMs: sum.ttftN > 0 ? sum.ttft / sum.ttftN : 0, itlMs: sum.itlN > 0 ? sum.itl / sum.itlN : 0 };
+      const v = values.get(id)!;
+      return { ttftMs: this.#statistic(v.ttft), itlMs: this.#statistic(v.itl) };
     });
+  }
+
+  #statistic(values: number[]): number {
+    if (values.length === 0) return 0;
+    if (this.#quantile === undefined) return values.reduce((a, b) => a + b, 0) / values.length;
+    values.sort((a, b) => a - b);
+    return values[Math.min(values.length - 1, Math.floor(this.#quantile * values.length))] as number;
   }
 
   /** Forgets the finished samples of workers that left. */

@@ -38,6 +38,8 @@ test("defaults: Dynamo's targets, budget and intervals, the load mode, and the k
     scaleUpThreshold: 1.0,
     scaleDownThreshold: 0.8,
     advisory: false,
+    // armature's own: the quantile the replays of docs/planner.md chose (Dynamo judges a mean).
+    latencyQuantile: 0.9,
     profile: undefined,
   });
   // An option given as undefined takes its default.
@@ -71,6 +73,8 @@ test("targets, intervals and thresholds are refused naming their flags", () => {
   refused({ intervalSeconds: -1 }, "--planner-interval must be a positive number (seconds), got -1");
   refused({ intervalSeconds: 5 }, "--planner-load-interval (5 s) must be shorter than --planner-interval (5 s)");
   refused({ cooldownSeconds: -1 }, "--planner-cooldown must be a number ≥ 0 (seconds), got -1");
+  refused({ latencyQuantile: 1 }, "--planner-quantile (1) must be below 1, e.g. 0.9");
+  refused({ latencyQuantile: 0 }, "--planner-quantile must be a positive number (a quantile), got 0");
   refused({ scaleDownThreshold: 1.0 }, "--planner-down-threshold (1) must be below --planner-up-threshold (1)");
   refused({ mode: "fast" as never }, '--planner must be load or sla, got "fast"');
   refused({ layout: "split" as never }, '--planner-layout must be aggregated or disaggregated, got "split"');

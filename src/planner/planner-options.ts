@@ -43,6 +43,11 @@ export interface PlannerOptions {
   readonly scaleDownThreshold?: number;
   /** [--planner-advisory] Decide and report, change nothing. Default false. */
   readonly advisory?: boolean;
+  /**
+   * [--planner-quantile] The load loop judges this quantile of each worker's live TTFTs and ITLs
+   * against the targets, between 0 and 1 (0.9: the latency nine requests in ten stay within).
+   */
+  readonly latencyQuantile?: number;
   /** [--profile] The worker profile (`parseProfile`); required in `sla` mode, used by `load` mode when given. */
   readonly profile?: WorkerProfile;
 }
@@ -63,6 +68,7 @@ export interface CompiledPlannerOptions {
   readonly scaleUpThreshold: number;
   readonly scaleDownThreshold: number;
   readonly advisory: boolean;
+  readonly latencyQuantile: number;
   readonly profile: WorkerProfile | undefined;
 }
 
@@ -81,6 +87,7 @@ export const PLANNER_DEFAULTS = {
   scaleUpThreshold: 1.0,
   scaleDownThreshold: 0.8,
   advisory: false,
+  latencyQuantile: 0.9,
 } as const satisfies Partial<CompiledPlannerOptions>;
 
 const SECONDS_PER_DAY = 86_400;
@@ -123,6 +130,8 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
   }
   if (typeof merged.advisory !== "boolean")
     refuse(`--planner-advisory must be true or false, got ${JSON.stringify(merged.advisory)}`);
+  const latencyQuantile = positive("--planner-quantile", merged.latencyQuantile, "a quantile");
+  if (latencyQuantile >= 1) refuse(`--planner-quantile (${latencyQuantile}) must be below 1, e.g. 0.9`);
   const profile = merged.profile;
   if (mode === "sla" && profile === undefined) {
     refuse("--profile is required with --planner sla: the throughput loop sizes workers from the profile's measurements");
@@ -138,6 +147,7 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
     loadIntervalSeconds,
     predictor,
     predictorOptions,
+    latencyQuantile,
     cooldownSeconds,
     scaleUpThreshold,
     scaleDownThreshold,

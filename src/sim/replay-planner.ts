@@ -39,7 +39,7 @@ export class ReplayPlanner {
   readonly #decisions: PlannerDecisionRecord[] = [];
   readonly #timeline: Array<[number, number]> = [];
   #traffic: TrafficWindow | undefined;
-  #live: LiveLatency | undefined;
+  readonly #live: LiveLatency;
   #now: () => number = () => 0;
   #alive = 0;
   #aliveSince = 0;
@@ -52,14 +52,15 @@ export class ReplayPlanner {
     this.#options = options;
     this.#initial = initial;
     this.#startupMs = startupMs;
+    // Made here, not when the control starts: a trace's first request may arrive at its first instant.
+    this.#live = new LiveLatency(6 * options.loadIntervalSeconds * 1000, options.latencyQuantile);
   }
 
   /** The replay's `control`: runs the planner until the replay ends. */
   readonly control = async ({ fleet, clock, signal }: ReplayControl): Promise<void> => {
     this.#now = () => clock.now();
     this.#traffic = new TrafficWindow(clock.now());
-    const live = new LiveLatency(6 * this.#options.loadIntervalSeconds * 1000);
-    this.#live = live;
+    const live = this.#live;
     this.#change(Object.values(this.#initial).reduce((a, b) => a + (b ?? 0), 0));
     const roles = (Object.keys(this.#initial) as WorkerRole[]).filter((r) => (this.#initial[r] ?? 0) > 0);
     const connector = await VirtualConnector.create({
@@ -116,7 +117,6 @@ export class ReplayPlanner {
 
   /** The replay's `onRequestStarted`: the load loop's live latencies, per worker. */
   readonly onRequestStarted = (nowMs: number): RunningRequestListener => {
-    if (!this.#live) throw new Error("the replay started a request before its control ran");
     return this.#live.begin(nowMs);
   };
 

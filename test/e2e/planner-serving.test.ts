@@ -7,7 +7,7 @@ import { startServe } from "../helpers/armature-process.js";
 // still streaming on a drained worker completes.
 interface PlannerState {
   pools: Record<string, { desired: number; ready: number }>;
-  decisions: Array<{ action: string; applied: boolean; from: number; to: number }>;
+  decisions: Array<{ action: string; applied: boolean; from: number; to: number; reason: string }>;
 }
 
 async function complete(url: string, maxTokens: number): Promise<number> {
@@ -116,4 +116,55 @@ test("without a planner GET /v1/planner is 404; planner flags without --planner 
     () => resolveServeOptions(["--planner", "sla", "--profile", "/nonexistent.json"], {}),
     /--profile \/nonexistent.json cannot be read/,
   );
+});
+
+test("the load planner grows the pool while its first requests are still waiting, before any has finished", async () => {
+  // 64 streams of 4,000-character prompts for 5,000 tokens each: none ends within the test. The
+  // requests waiting for their first token count with their age, so the pool grows anyway.
+  const server = await startServe([
+    "--engine",
+    "mocker",
+    "--planner",
+    "load",
+    "--slo-ttft",
+    "50",
+    "--slo-itl",
+    "1000",
+    "--max-workers",
+    "2",
+    "--planner-load-interval",
+    "1",
+    "--planner-interval",
+    "60",
+  ]);
+  const stop = new AbortController();
+  let ended = 0;
+  const streams = Array.from({ length: 64 }, async (_, i) => {
+    const response = await fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "armature-mocker",
+        prompt: `${i} ${"lorem ipsum dolor sit amet ".repeat(150)}`.slice(0, 4000),
+        max_tokens: 5000,
+        ignore_eos: true,
+        stream: true,
+      }),
+      signal: stop.signal,
+    });
+    for await (const _ of response.body ?? []);
+    ended++;
+  });
+  try {
+    const state = async () => (await (await fetch(`${server.url}/v1/planner`)).json()) as PlannerState;
+    const grown = await until("the pool grows to 2", state, (s) => s.pools.aggregated?.desired === 2);
+    assert.equal(ended, 0, "a stream ended before the pool grew");
+    assert.match(grown.decisions.find((d) => d.action === "up")?.reason ?? "", /TTFT over 50 ms on all 1 workers/);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n--- armature serve printed:\n${server.output()}`, { cause: error });
+  } finally {
+    stop.abort();
+    await Promise.allSettled(streams);
+    assert.equal(await server.stop("SIGTERM"), 0, server.output());
+  }
 });
