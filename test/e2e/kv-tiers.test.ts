@@ -25,11 +25,24 @@ async function complete(client: OpenAI, prompt: string) {
   return { text: answer.choices[0]?.text, cached: answer.usage?.prompt_tokens_details?.cached_tokens ?? 0 };
 }
 
-test("a prompt evicted from the device is served from the disk tier, also after a restart, with the same text", async () => {
+test("a prompt evicted from the device is served from the disk tier, also after a restart, with the same text, routed there unpinned", async () => {
   const cacheDir = await mkdtemp(join(tmpdir(), "armature-e2e-"));
   const diskDir = await mkdtemp(join(tmpdir(), "armature-kv-disk-"));
-  // One sequence per worker: the next prompt evicts the previous one from the device.
-  const args = ["--sequences", "1", "--context-size", "1024", "--kv-disk-dir", diskDir, "--kv-disk-filter", "off"];
+  // One sequence per worker: the next prompt evicts the previous one from the device. Two workers:
+  // after the restart the router must find which one's disk holds the prompt (it asks each worker
+  // for what it announced before the router listened).
+  const args = [
+    "--workers",
+    "2",
+    "--sequences",
+    "1",
+    "--context-size",
+    "1024",
+    "--kv-disk-dir",
+    diskDir,
+    "--kv-disk-filter",
+    "off",
+  ];
   let server = await startServe(args, { ARMATURE_CACHE_DIR: cacheDir });
   let reference: string | undefined;
   try {

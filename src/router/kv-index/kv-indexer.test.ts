@@ -299,3 +299,41 @@ test("workers that leave give back their capacity: a fleet that restarts its wor
     await runtime.close();
   }
 });
+
+test("a worker that announced blocks before the index listened is asked for them when discovery shows it", async () => {
+  // As after a restart: the worker's disk tier announced its blocks while the router was starting.
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ blockSize: 16, speedupRatio: 1000 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  await drive(runtime, "w1", tokens);
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "no later batch was needed");
+  assert.equal(indexer.recoveries.started, 0, "a first catch-up is not a recovery of lost events");
+  // Its next batch follows on from what the catch-up gave: applied, no gap, no recovery.
+  await drive(
+    runtime,
+    "w1",
+    tokens.map((t) => t + 1),
+  );
+  assert.equal(
+    indexer
+      .findMatches(
+        hashBlocks(
+          tokens.map((t) => t + 1),
+          16,
+        ).local,
+      )
+      .scores.get("w1"),
+    12,
+  );
+  assert.equal(indexer.recoveries.started, 0);
+  indexer.close();
+  await worker.close(100);
+  await runtime.close();
+});

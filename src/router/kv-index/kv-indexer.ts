@@ -102,7 +102,10 @@ export class KvIndexer {
           if (event.type === "instance-removed") {
             this.removeWorker(event.instanceId);
             this.#reserveFor(event.instanceId, 0);
-          } else this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
+          } else {
+            this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
+            this.#askNewWorker(event.instance.id, event.instance.card.publishesKvEvents === true);
+          }
         }),
       );
     }
@@ -174,8 +177,22 @@ export class KvIndexer {
     this.#lastEventId.set(batch.workerId, batch.eventId);
   }
 
-  async #recoverWorker(workerId: string, fromEventId: number): Promise<void> {
-    this.recoveries.started++;
+  /**
+   * A worker heard of for the first time is asked for what it announced before this index listened:
+   * blocks a restarted worker found in its disk tier, or a whole cache when the router restarts.
+   * Its live batches are held meanwhile, as in any recovery.
+   */
+  #askNewWorker(workerId: string, publishes: boolean): void {
+    if (!publishes || !this.#recover || this.#lastEventId.has(workerId) || this.#held.has(workerId)) return;
+    this.#held.set(workerId, []);
+    this.#recoverWorker(workerId, 1, false).catch((error: unknown) => {
+      this.#log.error({ err: error, workerId }, "KV event recovery failed unexpectedly");
+    });
+  }
+
+  /** `lost`: events went missing (counted in `recoveries.started`), not a first catch-up. */
+  async #recoverWorker(workerId: string, fromEventId: number, lost = true): Promise<void> {
+    if (lost) this.recoveries.started++;
     try {
       for await (const answer of (this.#recover as RecoveryRequester)(workerId, fromEventId)) {
         const item = this.#invalid.accept(
@@ -195,7 +212,7 @@ export class KvIndexer {
           this.#lastEventId.set(workerId, item.eventId);
         }
       }
-      this.#log.info({ workerId, fromEventId }, "recovered missed KV events");
+      if (lost) this.#log.info({ workerId, fromEventId }, "recovered missed KV events");
     } catch (error) {
       this.recoveries.failed++;
       this.#log.error({ err: error, workerId }, "could not recover missed KV events; routing may miss some of its cached blocks");
