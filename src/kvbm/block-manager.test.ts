@@ -167,6 +167,25 @@ test("an object store that is down costs recomputation, not requests", async () 
   await serve(manager);
   assert.equal(await metric(meter, 'armature_kvbm_write_failures_total{model="m",tier="object"}'), 4);
   assert.equal(await manager.onboard(hashes, 4, 0), undefined);
-  // The first window reads all four blocks at once; each read fails.
-  assert.equal(await metric(meter, 'armature_kvbm_read_failures_total{model="m",tier="object"}'), 4);
+  // The first block is asked alone and fails; nothing after it is asked.
+  assert.equal(await metric(meter, 'armature_kvbm_read_failures_total{model="m",tier="object"}'), 1);
+});
+
+test("a lookup asks the object store for the first block it may lack before the rest: one request when the store lacks it", async () => {
+  const store = new MemoryObjectStore();
+  let gets = 0;
+  const counting: ObjectStore = Object.assign(Object.create(store) as MemoryObjectStore, {
+    get: (...args: Parameters<MemoryObjectStore["get"]>) => {
+      gets++;
+      return store.get(...args);
+    },
+  });
+  const other = await open({ objectStore: counting });
+  assert.equal(await other.manager.onboard(hashes, 4, 0), undefined);
+  assert.equal(gets, 1, "the empty store was asked once");
+  const writer = await open({ objectStore: store });
+  await serve(writer.manager);
+  gets = 0;
+  assert.deepEqual((await other.manager.onboard(hashes, 4, 0))?.byTier, { host: 0, disk: 0, object: 4 });
+  assert.equal(gets, 4, "the first block alone, then the other three together");
 });

@@ -49,6 +49,12 @@ export interface OffloadPlan {
   readonly needed: readonly number[];
 }
 
+/** A block read back, and the tier it came from. */
+interface FoundRecord {
+  readonly record: BlockRecord;
+  readonly tier: TierName;
+}
+
 /**
  * armature's KV block manager (Dynamo's KVBM) for one engine: blocks keyed by Dynamo's sequence
  * hash live in up to three tiers below the device, G2 host memory, G3 local disk and G4 a shared
@@ -104,8 +110,18 @@ export class KvBlockManager {
     const records: BlockRecord[] = [];
     const byTier: Record<TierName, number> = { host: 0, disk: 0, object: 0 };
     for (let start = 0; start < wanted && records.length === start; start += READ_WINDOW) {
-      const window = hashes.sequence.slice(start, Math.min(wanted, start + READ_WINDOW));
-      const found = await Promise.all(window.map((hash) => this.#readFromFastest(hash)));
+      let window = hashes.sequence.slice(start, Math.min(wanted, start + READ_WINDOW));
+      // The first block no tier is known to hold is asked of the object store alone: when it is
+      // not there, nothing after it is read (a prefix ends at its first missing block).
+      const unknown = window.findIndex((hash) => !this.#tiers.some((tier) => tier.has(hash)));
+      let probed: FoundRecord | undefined;
+      if (unknown >= 0) {
+        probed = await this.#readFromFastest(window[unknown] as bigint);
+        if (!probed) window = window.slice(0, unknown);
+      }
+      const found = await Promise.all(
+        window.map((hash, i) => (i === unknown ? Promise.resolve(probed) : this.#readFromFastest(hash))),
+      );
       for (const item of found) {
         if (!item) break;
         records.push(item.record);
@@ -197,7 +213,7 @@ export class KvBlockManager {
     await Promise.all(this.#tiers.map((tier) => tier.close()));
   }
 
-  async #readFromFastest(hash: bigint): Promise<{ record: BlockRecord; tier: TierName } | undefined> {
+  async #readFromFastest(hash: bigint): Promise<FoundRecord | undefined> {
     for (const tier of this.#tiers) {
       if (tier.name !== "object" && !tier.has(hash)) continue;
       try {

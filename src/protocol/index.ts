@@ -36,10 +36,12 @@ export type {
   KvEventBatch,
   KvEventsDump,
   KvEventsQuery,
+  OnboardTier,
   StorageTier,
   StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";
+export { onboardingSaving } from "./kv-events.js";
 export {
   activeSequenceEventSchema,
   agentMetadataSchema,

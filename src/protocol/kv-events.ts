@@ -89,5 +89,25 @@ export interface WorkerLoad {
 export interface KvCosts {
   readonly prefillTokensPerSecond?: number | undefined;
   /** Onboarding bandwidth per tier, bytes per second (reading, assembling and loading). */
-  readonly onboardBytesPerSecond?: Partial<Record<"host_pinned" | "disk" | "external", number>> | undefined;
+  readonly onboardBytesPerSecond?: Partial<Record<OnboardTier, number>> | undefined;
+}
+
+/** The storage tiers a worker onboards KV from, by their KV event names. */
+export type OnboardTier = "host_pinned" | "disk" | "external";
+
+/**
+ * The share of a token's prefill that loading its KV back from `tier` saves, from `costs`:
+ * 1 − bytesPerToken × prefill tokens/s ÷ the tier's bytes/s, clamped to [0, 1]; 0 means loading it
+ * is no faster than recomputing it. Undefined when a rate is missing. The router weighs a worker's
+ * lower-tier blocks by it and workers onboard only where it is above 0, so both agree.
+ */
+export function onboardingSaving(
+  costs: KvCosts | undefined,
+  tier: OnboardTier,
+  bytesPerToken: number | undefined,
+): number | undefined {
+  const bandwidth = costs?.onboardBytesPerSecond?.[tier];
+  const rate = costs?.prefillTokensPerSecond;
+  if (!bandwidth || !rate || !bytesPerToken) return undefined;
+  return Math.min(1, Math.max(0, 1 - (bytesPerToken * rate) / bandwidth));
 }

@@ -1,3 +1,4 @@
+import { onboardingSaving } from "../protocol/index.js";
 import type { LowerTierBlocks } from "./kv-index/radix-tree.js";
 import type { WorkerView } from "./worker-view.js";
 
@@ -12,12 +13,7 @@ const STORAGE_TIER = { host: "host_pinned", disk: "disk", external: "external" }
  * (`--lower-tier-weight`).
  */
 export function tierSaving(worker: WorkerView, tier: keyof LowerTierBlocks, fallback: number): number {
-  const costs = worker.published?.kvCosts;
-  const bandwidth = costs?.onboardBytesPerSecond?.[STORAGE_TIER[tier]];
-  const rate = costs?.prefillTokensPerSecond;
-  const bytesPerToken = worker.card.kvBytesPerToken;
-  if (!bandwidth || !rate || !bytesPerToken) return fallback;
-  return Math.min(1, Math.max(0, 1 - (bytesPerToken * rate) / bandwidth));
+  return onboardingSaving(worker.published?.kvCosts, STORAGE_TIER[tier], worker.card.kvBytesPerToken) ?? fallback;
 }
 
 /** Blocks of prefill that a worker's lower-tier blocks save, each tier at its own saving. */

@@ -68,7 +68,9 @@ test("a host tier serves prefixes the devices evicted: higher hit rate, part of 
 
 test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and each tier's share within it", async () => {
   // 40 device and 48 host blocks per worker lose most of 6 sessions' growing prompts; a session's
-  // blocks reach disk (512) from their second use, and its next turn finds them there.
+  // blocks reach disk (512) from their second use, and its next turn finds them there. Disk and
+  // object store at 10 GB/s: loading a block back beats recomputing it (6.3 GB/s is the break-even
+  // of 131,072 KV bytes per token at the model's 48,400 prefill tokens/s).
   const options = {
     trace: conversationTrace(),
     workers: 2,
@@ -76,6 +78,8 @@ test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and e
     traceBlockSize: 64,
     kvBlocks: 40,
     hostKvBlocks: 48,
+    diskGbps: 10,
+    objectGbps: 10,
     policy: "kv",
   } as const;
   const hostOnly = await replay(options);
@@ -96,8 +100,40 @@ test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and e
   }
 });
 
+test("tiers slower than recomputing are left unread: no hit from them, and TTFT no worse than without them", async () => {
+  // The defaults: disk at 5 GB/s and the object store at 1 GB/s, below the 6.3 GB/s at which
+  // loading 131,072 bytes a token back beats the model's 48,400 prefill tokens/s.
+  const options = {
+    trace: conversationTrace(),
+    workers: 2,
+    blockSize: 16,
+    traceBlockSize: 64,
+    kvBlocks: 40,
+    hostKvBlocks: 48,
+    policy: "kv",
+  } as const;
+  const hostOnly = await replay(options);
+  const slowTiers = await replay({ ...options, diskKvBlocks: 512, objectKvBlocks: 1024 });
+  assert.equal(slowTiers.completed, 30);
+  assert.equal(slowTiers.disk_hit_rate, 0);
+  assert.equal(slowTiers.object_hit_rate, 0);
+  assert.ok(slowTiers.host_hit_rate > 0, "the host tier (25 GB/s) still pays");
+  assert.ok(
+    slowTiers.ttft_ms.mean <= hostOnly.ttft_ms.mean * 1.001,
+    `TTFT ${slowTiers.ttft_ms.mean} ms with the slow tiers, ${hostOnly.ttft_ms.mean} ms without`,
+  );
+});
+
 test("a shared object tier lets round-robin find prefixes another worker computed", async () => {
-  const options = { trace: conversationTrace(), workers: 3, blockSize: 16, traceBlockSize: 64, policy: "round-robin" } as const;
+  // At 10 GB/s loading a block back from the store beats recomputing it.
+  const options = {
+    trace: conversationTrace(),
+    workers: 3,
+    blockSize: 16,
+    traceBlockSize: 64,
+    objectGbps: 10,
+    policy: "round-robin",
+  } as const;
   const alone = await replay(options);
   const shared = await replay({ ...options, objectKvBlocks: 1024 });
   assert.equal(alone.object_hit_rate, 0);

@@ -10,6 +10,8 @@ export interface BlockTiers {
   readonly disk?: KvTier | undefined;
   /** Shared with other engines. */
   readonly object?: ObjectTier | undefined;
+  /** Whether onboarding from a tier saves time; a tier it does not is left unread. Default: every tier. */
+  readonly onboards?: ((tier: LowerTierName) => boolean) | undefined;
 }
 
 /**
@@ -32,6 +34,7 @@ export class BlockManager {
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
   readonly #tiers: LowerTiers | undefined;
+  readonly #onboards: ((tier: LowerTierName) => boolean) | undefined;
   /** Blocks copied back from each lower tier since the scheduler last asked. */
   #onboarded: TierCounts = { host: 0, disk: 0, object: 0 };
 
@@ -40,6 +43,7 @@ export class BlockManager {
     this.blockSize = blockSize;
     this.#emit = emit;
     const { host, disk, object } = tiers;
+    this.#onboards = tiers.onboards;
     this.#tiers =
       host || disk || object
         ? new LowerTiers({
@@ -68,9 +72,13 @@ export class BlockManager {
     return this.#refs.has(hash);
   }
 
-  /** The fastest lower tier holding a block (undefined: none does). */
+  /**
+   * The fastest lower tier holding a block, when loading it from there is faster than recomputing
+   * it (undefined: none does, or the fastest that does is no faster than recomputing).
+   */
   lowerTierHolding(hash: bigint): LowerTierName | undefined {
-    return this.#tiers?.fastestHolding(hash);
+    const tier = this.#tiers?.fastestHolding(hash);
+    return tier === undefined || (this.#onboards?.(tier) ?? true) ? tier : undefined;
   }
 
   /**

@@ -4,6 +4,7 @@ import {
   type GenerateRequest,
   type GenerateResponse,
   hashBlocks,
+  type KvCosts,
   type KvEvent,
 } from "../../protocol/index.js";
 import { type Clock, RealClock } from "../../runtime/index.js";
@@ -25,6 +26,7 @@ import { MockSequence } from "./mock-sequence.js";
 import { MockText } from "./mock-text.js";
 import type { ObjectTier } from "./object-tier.js";
 import { MockScheduler } from "./scheduler.js";
+import { modelledKvCosts, onboardingPays } from "./tier-costs.js";
 import { polynomialTimingModel, type TimingModel } from "./timing-model.js";
 
 export interface MockerEngineOptions {
@@ -84,6 +86,8 @@ export class MockerEngine implements Engine {
   readonly #text: MockText;
   readonly #clock: Clock;
   readonly #kvBytesPerToken: number;
+  /** What recomputing a token and onboarding its KV cost here, from the timing model and tier bandwidths. */
+  readonly #kvCosts: KvCosts | undefined;
   #closed = false;
 
   constructor(options: MockerEngineOptions = {}) {
@@ -119,18 +123,27 @@ export class MockerEngine implements Engine {
         `the shared object tier holds blocks of ${object.blockSize} tokens; this engine's blockSize is ${blockSize}`,
       );
     }
-    this.#blocks = new BlockManager(kvBlocks, blockSize, emit, {
-      host: hostBlocks > 0 ? new HostTier(hostBlocks, blockSize, emit) : undefined,
-      disk: diskBlocks > 0 ? new KvTier("disk", diskBlocks, blockSize, emit) : undefined,
-      object,
-    });
     const speedup = options.speedupRatio ?? 1;
     const gbps: TierCounts = { host: options.hostGbps ?? 25, disk: options.diskGbps ?? 5, object: object?.gbps ?? 1 };
     const blockBytes = blockSize * this.#kvBytesPerToken;
+    const timing = options.timing ?? polynomialTimingModel(speedup);
+    const present = { host: hostBlocks > 0, disk: diskBlocks > 0, object: object !== undefined };
+    const costs =
+      present.host || present.disk || present.object
+        ? modelledKvCosts(timing, this.info.maxBatchedTokens, gbps, present, speedup)
+        : undefined;
+    this.#kvCosts = costs;
+    this.#blocks = new BlockManager(kvBlocks, blockSize, emit, {
+      host: present.host ? new HostTier(hostBlocks, blockSize, emit) : undefined,
+      disk: present.disk ? new KvTier("disk", diskBlocks, blockSize, emit) : undefined,
+      object,
+      // A tier slower than recomputing is never read: its blocks are computed again.
+      onboards: costs ? (tier) => onboardingPays(costs, tier, this.#kvBytesPerToken) : undefined,
+    });
     this.#scheduler = new MockScheduler({
       clock: this.#clock,
       blocks: this.#blocks,
-      timing: options.timing ?? polynomialTimingModel(speedup),
+      timing,
       // Each tier's blocks take their bytes over its bandwidth (GB/s = 1e6 bytes per ms), one after the other.
       onboardMs: (blocks) => LOWER_TIERS.reduce((ms, tier) => ms + (blocks[tier] * blockBytes) / (gbps[tier] * 1e6), 0) / speedup,
       maxBatchedTokens: this.info.maxBatchedTokens,
@@ -160,6 +173,7 @@ export class MockerEngine implements Engine {
       waitingRequests: this.#scheduler.waitingCount,
       activeKvBlocks: this.#blocks.activeBlocks,
       totalKvBlocks: this.info.totalKvBlocks,
+      ...(this.#kvCosts ? { kvCosts: this.#kvCosts } : {}),
     };
   }
 
