@@ -189,3 +189,13 @@ test("a lookup asks the object store for the first block it may lack before the 
   assert.deepEqual((await other.manager.onboard(hashes, 4, 0))?.byTier, { host: 0, disk: 0, object: 4 });
   assert.equal(gets, 4, "the first block alone, then the other three together");
 });
+
+test("a tier the caller judges not worth reading is left alone: its blocks are recomputed", async () => {
+  const directory = await mkdtemp(join(tmpdir(), "armature-kvbm-"));
+  const first = await open({ diskDirectory: directory, diskFrequencyFilter: false });
+  await serve(first.manager);
+  await first.manager.close();
+  const restarted = await open({ diskDirectory: directory });
+  assert.equal(await restarted.manager.onboard(hashes, 4, 0, (tier) => tier !== "disk"), undefined);
+  assert.deepEqual((await restarted.manager.onboard(hashes, 4, 0, () => true))?.byTier, { host: 0, disk: 4, object: 0 });
+});

@@ -103,9 +103,16 @@ export class KvBlockManager {
    * Reads the longest prefix of `hashes` (at most `maxBlocks` blocks) the tiers hold. Returns
    * undefined when it would not reach past `deviceTokens`, the prefix the device already has.
    */
-  async onboard(hashes: BlockHashes, maxBlocks: number, deviceTokens: number): Promise<OnboardedPrefix | undefined> {
+  async onboard(
+    hashes: BlockHashes,
+    maxBlocks: number,
+    deviceTokens: number,
+    /** The tiers worth reading (loading from them beats recomputing); default: all. */
+    worthReading: (tier: TierName) => boolean = () => true,
+  ): Promise<OnboardedPrefix | undefined> {
     const wanted = Math.min(maxBlocks, hashes.sequence.length);
-    if (this.#tiers.length === 0 || wanted * this.blockSize <= deviceTokens) return undefined;
+    const tiers = this.#tiers.filter((tier) => worthReading(tier.name));
+    if (tiers.length === 0 || wanted * this.blockSize <= deviceTokens) return undefined;
     const started = performance.now();
     const records: BlockRecord[] = [];
     const byTier: Record<TierName, number> = { host: 0, disk: 0, object: 0 };
@@ -113,14 +120,14 @@ export class KvBlockManager {
       let window = hashes.sequence.slice(start, Math.min(wanted, start + READ_WINDOW));
       // The first block no tier is known to hold is asked of the object store alone: when it is
       // not there, nothing after it is read (a prefix ends at its first missing block).
-      const unknown = window.findIndex((hash) => !this.#tiers.some((tier) => tier.has(hash)));
+      const unknown = window.findIndex((hash) => !tiers.some((tier) => tier.has(hash)));
       let probed: FoundRecord | undefined;
       if (unknown >= 0) {
-        probed = await this.#readFromFastest(window[unknown] as bigint);
+        probed = await this.#readFromFastest(tiers, window[unknown] as bigint);
         if (!probed) window = window.slice(0, unknown);
       }
       const found = await Promise.all(
-        window.map((hash, i) => (i === unknown ? Promise.resolve(probed) : this.#readFromFastest(hash))),
+        window.map((hash, i) => (i === unknown ? Promise.resolve(probed) : this.#readFromFastest(tiers, hash))),
       );
       for (const item of found) {
         if (!item) break;
@@ -213,8 +220,8 @@ export class KvBlockManager {
     await Promise.all(this.#tiers.map((tier) => tier.close()));
   }
 
-  async #readFromFastest(hash: bigint): Promise<FoundRecord | undefined> {
-    for (const tier of this.#tiers) {
+  async #readFromFastest(tiers: readonly KvTier[], hash: bigint): Promise<FoundRecord | undefined> {
+    for (const tier of tiers) {
       if (tier.name !== "object" && !tier.has(hash)) continue;
       try {
         const record = await tier.read(hash);

@@ -41,7 +41,7 @@ export type {
   StoredBlock,
   WorkerLoad,
 } from "./kv-events.js";
-export { onboardingSaving } from "./kv-events.js";
+export { ONBOARD_TIER, onboardingSaving } from "./kv-events.js";
 export {
   activeSequenceEventSchema,
   agentMetadataSchema,

@@ -95,6 +95,12 @@ export interface KvCosts {
 /** The storage tiers a worker onboards KV from, by their KV event names. */
 export type OnboardTier = "host_pinned" | "disk" | "external";
 
+/** A worker's lower tier (host memory, local disk, a shared object store) by its KV event name. */
+export const ONBOARD_TIER = { host: "host_pinned", disk: "disk", object: "external" } as const satisfies Record<
+  string,
+  OnboardTier
+>;
+
 /**
  * The share of a token's prefill that loading its KV back from `tier` saves, from `costs`:
  * 1 − bytesPerToken × prefill tokens/s ÷ the tier's bytes/s, clamped to [0, 1]; 0 means loading it

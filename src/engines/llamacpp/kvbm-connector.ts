@@ -15,7 +15,7 @@ import {
   type TierName,
 } from "../../kvbm/index.js";
 import type { Logger, MetricMeter } from "../../observability/index.js";
-import { hashBlocks, type KvEvent } from "../../protocol/index.js";
+import { hashBlocks, type KvCosts, type KvEvent, ONBOARD_TIER, onboardingSaving } from "../../protocol/index.js";
 import { RateMeter } from "./rate-meter.js";
 
 /** What the engine needs to open its block manager. */
@@ -54,6 +54,8 @@ export class KvbmConnector {
     object: new RateMeter(1),
   };
   #files = 0;
+  /** Lookups each tier sat out because it measured slower than recomputing. */
+  readonly #satOut: Record<TierName, number> = { host: 0, disk: 0, object: 0 };
 
   private constructor(manager: KvBlockManager, shape: StateShape, folder: string, logger: Logger) {
     this.manager = manager;
@@ -111,12 +113,20 @@ export class KvbmConnector {
     sequence: LlamaContextSequence,
     tokens: readonly number[],
     deviceTokens: number,
+    /** The engine's measured prefill rate and its KV bytes per token, to judge each tier by. */
+    prefill?: { readonly tokensPerSecond: number | undefined; readonly kvBytesPerToken: number | undefined },
   ): Promise<OnboardedTokens | undefined> {
     const blockSize = this.manager.blockSize;
     const hashes = hashBlocks(tokens, blockSize);
     this.manager.noteUse(hashes.sequence);
     const started = performance.now();
-    const prefix = await this.manager.onboard(hashes, Math.floor((tokens.length - 1) / blockSize), deviceTokens);
+    const costs: KvCosts = {
+      prefillTokensPerSecond: prefill?.tokensPerSecond,
+      onboardBytesPerSecond: this.onboardBytesPerSecond(),
+    };
+    const prefix = await this.manager.onboard(hashes, Math.floor((tokens.length - 1) / blockSize), deviceTokens, (tier) =>
+      this.#worthReading(tier, costs, prefill?.kvBytesPerToken),
+    );
     if (!prefix) return undefined;
     const count = prefix.records.length * blockSize;
     const path = this.#file();
@@ -205,10 +215,25 @@ export class KvbmConnector {
     await rm(this.#folder, { recursive: true, force: true });
   }
 
+  /**
+   * Whether loading from `tier` beats recomputing, by the formula the router weighs this worker's
+   * lower-tier blocks with (`onboardingSaving` above 0); a tier not measured yet is read. A tier
+   * judged slower sits out, but every 32nd lookup reads it anyway so its bandwidth is measured
+   * again (a cold page cache, say, may have made one read slow).
+   */
+  #worthReading(tier: TierName, costs: KvCosts, kvBytesPerToken: number | undefined): boolean {
+    const saving = onboardingSaving(costs, ONBOARD_TIER[tier], kvBytesPerToken);
+    if (saving === undefined || saving > 0) return true;
+    return ++this.#satOut[tier] % REMEASURE_EVERY === 0;
+  }
+
   #file(): string {
     return join(this.#folder, `${this.#files++}.state`);
   }
 }
+
+/** A tier that measured slower than recomputing is read again on this lookup of every so many. */
+const REMEASURE_EVERY = 32;
 
 /** The tier that gave most blocks of a prefix (the slower one on a tie: it bounds the time). */
 function mainTier(byTier: Readonly<Record<TierName, number>>): TierName {

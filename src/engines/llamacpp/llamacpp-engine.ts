@@ -322,7 +322,10 @@ export class LlamaCppEngine implements Engine {
     const sequence = slot.sequence;
     let reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
     let lowerTierTokens = 0;
-    const onboarded = await this.#kvbm?.onboard(sequence, tokens, reused);
+    const onboarded = await this.#kvbm?.onboard(sequence, tokens, reused, {
+      tokensPerSecond: this.#prefillRate.rate,
+      kvBytesPerToken: this.info.kvBytesPerToken,
+    });
     if (onboarded) {
       reused = onboarded.tokens;
       lowerTierTokens = onboarded.tokens;

@@ -1,13 +1,6 @@
-import { type KvCosts, type OnboardTier, onboardingSaving } from "../../protocol/index.js";
+import { type KvCosts, ONBOARD_TIER, type OnboardTier, onboardingSaving } from "../../protocol/index.js";
 import type { LowerTierName, TierCounts } from "./lower-tiers.js";
 import type { TimingModel } from "./timing-model.js";
-
-/** A lower tier's name in KV events and `KvCosts`. */
-export const ONBOARD_TIER: Readonly<Record<LowerTierName, OnboardTier>> = {
-  host: "host_pinned",
-  disk: "disk",
-  object: "external",
-};
 
 /**
  * The mocker's `KvCosts`, from its model rather than measured: prefill tokens per second of a
