@@ -14,7 +14,7 @@ import { INSTANCE_PREFIX, injectIntoInboxes, type PlaneTarget, planeAttacks } fr
 // bounded time; every process must stay up, keep serving and never reach its last-resort handler.
 // A failure names the seed: ARMATURE_FUZZ_SEED=<seed> replays the same inputs.
 const SEED = Number(process.env.ARMATURE_FUZZ_SEED ?? randomInt(2 ** 31));
-const SECONDS = Number(process.env.ARMATURE_FUZZ_SECONDS ?? 25);
+const SECONDS = Number(process.env.ARMATURE_FUZZ_SECONDS ?? 12);
 const LIVENESS_EVERY_MS = 3000;
 /** The lines `installLastResortHandlers` writes: each one is a defect. */
 const LAST_RESORT = /not handled|not caught|uncaught/i;

@@ -104,7 +104,8 @@ export class KvIndexer {
             this.#reserveFor(event.instanceId, 0);
           } else {
             this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
-            this.#askNewWorker(event.instance.id, event.instance.card.publishesKvEvents === true);
+            // With kept events (JetStream) the log has what it announced; nothing to ask.
+            if (!runtime.kvEventLog) this.#askNewWorker(event.instance.id, event.instance.card.publishesKvEvents === true);
           }
         }),
       );
@@ -180,7 +181,7 @@ export class KvIndexer {
   /**
    * A worker heard of for the first time is asked for what it announced before this index listened:
    * blocks a restarted worker found in its disk tier, or a whole cache when the router restarts.
-   * Its live batches are held meanwhile, as in any recovery.
+   * Its live batches are held meanwhile, as in any recovery. Not with kept events: the log has it.
    */
   #askNewWorker(workerId: string, publishes: boolean): void {
     if (!publishes || !this.#recover || this.#lastEventId.has(workerId) || this.#held.has(workerId)) return;
