@@ -66,22 +66,25 @@ test("a host tier serves prefixes the devices evicted: higher hit rate, part of 
   assert.deepEqual({ ...tiered, wall_seconds: 0 }, { ...again, wall_seconds: 0 }, "deterministic with tiers too");
 });
 
-test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and each tier's share within it", async () => {
-  // 40 device and 48 host blocks per worker lose most of 6 sessions' growing prompts; a session's
-  // blocks reach disk (512) from their second use, and its next turn finds them there. Disk and
-  // object store at 10 GB/s: loading a block back beats recomputing it (6.3 GB/s is the break-even
-  // of 131,072 KV bytes per token at the model's 48,400 prefill tokens/s).
-  const options = {
+/** Two KV-routed workers whose 40 device and 48 host blocks lose most of 6 sessions' prompts. */
+function smallTiers() {
+  return {
     trace: conversationTrace(),
     workers: 2,
     blockSize: 16,
     traceBlockSize: 64,
     kvBlocks: 40,
     hostKvBlocks: 48,
-    diskGbps: 10,
-    objectGbps: 10,
     policy: "kv",
   } as const;
+}
+
+test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and each tier's share within it", async () => {
+  // 40 device and 48 host blocks per worker lose most of 6 sessions' growing prompts; a session's
+  // blocks reach disk (512) from their second use, and its next turn finds them there. Disk and
+  // object store at 10 GB/s: loading a block back beats recomputing it (6.3 GB/s is the break-even
+  // of 131,072 KV bytes per token at the model's 48,400 prefill tokens/s).
+  const options = { ...smallTiers(), diskGbps: 10, objectGbps: 10 };
   const hostOnly = await replay(options);
   const withDisk = await replay({ ...options, diskKvBlocks: 512 });
   const allTiers = await replay({ ...options, diskKvBlocks: 512, objectKvBlocks: 1024 });
@@ -103,15 +106,7 @@ test("a disk tier keeps prefixes a small host tier loses: higher hit rate, and e
 test("tiers slower than recomputing are left unread: no hit from them, and TTFT no worse than without them", async () => {
   // The defaults: disk at 5 GB/s and the object store at 1 GB/s, below the 6.3 GB/s at which
   // loading 131,072 bytes a token back beats the model's 48,400 prefill tokens/s.
-  const options = {
-    trace: conversationTrace(),
-    workers: 2,
-    blockSize: 16,
-    traceBlockSize: 64,
-    kvBlocks: 40,
-    hostKvBlocks: 48,
-    policy: "kv",
-  } as const;
+  const options = smallTiers();
   const hostOnly = await replay(options);
   const slowTiers = await replay({ ...options, diskKvBlocks: 512, objectKvBlocks: 1024 });
   assert.equal(slowTiers.completed, 30);

@@ -316,22 +316,9 @@ test("a worker that announced blocks before the index listened is asked for them
   assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "no later batch was needed");
   assert.equal(indexer.recoveries.started, 0, "a first catch-up is not a recovery of lost events");
   // Its next batch follows on from what the catch-up gave: applied, no gap, no recovery.
-  await drive(
-    runtime,
-    "w1",
-    tokens.map((t) => t + 1),
-  );
-  assert.equal(
-    indexer
-      .findMatches(
-        hashBlocks(
-          tokens.map((t) => t + 1),
-          16,
-        ).local,
-      )
-      .scores.get("w1"),
-    12,
-  );
+  const next = tokens.map((t) => t + 1);
+  await drive(runtime, "w1", next);
+  assert.equal(indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1"), 12);
   assert.equal(indexer.recoveries.started, 0);
   indexer.close();
   await worker.close(100);
