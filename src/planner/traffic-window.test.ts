@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { TrafficWindow } from "./traffic-window.js";
 
 test("an interval's rate, mean lengths and hit rate, hand-worked", () => {
-  const window = new TrafficWindow(0);
+  const window = new TrafficWindow(0, 30_000);
   // Over 4 s: three requests of 100/300/200 prompt tokens (50 + 150 + 0 cached), 10/20/30 output tokens.
   window.record(1000, { inputTokens: 100, outputTokens: 10, cachedTokens: 50, ttftMs: 40, itlMs: 5 });
   window.record(2000, { inputTokens: 300, outputTokens: 20, cachedTokens: 150, ttftMs: 80, itlMs: 7 });
@@ -22,7 +22,7 @@ test("an interval's rate, mean lengths and hit rate, hand-worked", () => {
 });
 
 test("summaries (frontends' traffic reports) add up as the requests they sum would", () => {
-  const window = new TrafficWindow(0);
+  const window = new TrafficWindow(0, 30_000);
   // Two frontends' seconds: 2 requests (100 + 300 in, 50 + 150 cached, 10 + 20 out, TTFT 40 + 80,
   // ITL 5 + 7) and 1 request (200 in, none cached, 30 out, TTFT 90, one token so no ITL).
   window.recordSummary(1000, {

@@ -34,16 +34,13 @@ interface RecentLatencies {
   readonly itlCount: number;
 }
 
-/** Latencies averaged for the load loop by default: the requests of this many most recent ms. */
-const LATENCY_WINDOW_MS = 30_000;
-
 /**
  * What the planner reads of the traffic: requests finished since the last interval (rate, mean
- * lengths, KV hit rate), and the recent TTFT and ITL of finished requests — the load loop's
- * measured estimate when no profile turns worker load into one.
+ * lengths, KV hit rate), and, when given a latency window, the recent TTFT and ITL of finished
+ * requests — `armature planner`'s measured estimate, read from the frontends' reports.
  */
 export class TrafficWindow {
-  readonly #windowMs: number;
+  readonly #windowMs: number | undefined;
   #since: number;
   #count = 0;
   #input = 0;
@@ -51,8 +48,11 @@ export class TrafficWindow {
   #cached = 0;
   readonly #recent: RecentLatencies[] = [];
 
-  /** `latencyWindowMs`: how far back `measured` looks (default 30 s). */
-  constructor(startMs: number, latencyWindowMs = LATENCY_WINDOW_MS) {
+  /**
+   * `latencyWindowMs`: how far back `measured` looks. Without it no latencies are kept (a planner
+   * that reads live latencies per worker needs only the interval's load).
+   */
+  constructor(startMs: number, latencyWindowMs?: number) {
     this.#since = startMs;
     this.#windowMs = latencyWindowMs;
   }
@@ -77,7 +77,8 @@ export class TrafficWindow {
     this.#output += summary.outputTokens;
     this.#cached += Math.min(summary.cachedTokens, summary.inputTokens);
     const { ttftMsSum, ttftCount, itlMsSum, itlCount } = summary;
-    if (ttftCount > 0 || itlCount > 0) this.#recent.push({ at: nowMs, ttftMsSum, ttftCount, itlMsSum, itlCount });
+    if (this.#windowMs !== undefined && (ttftCount > 0 || itlCount > 0))
+      this.#recent.push({ at: nowMs, ttftMsSum, ttftCount, itlMsSum, itlCount });
     this.#trim(nowMs);
   }
 
@@ -117,6 +118,7 @@ export class TrafficWindow {
   }
 
   #trim(nowMs: number): void {
-    while (this.#recent.length > 0 && (this.#recent[0]?.at ?? nowMs) < nowMs - this.#windowMs) this.#recent.shift();
+    const oldest = nowMs - (this.#windowMs ?? 0);
+    while (this.#recent.length > 0 && (this.#recent[0]?.at ?? nowMs) < oldest) this.#recent.shift();
   }
 }

@@ -133,12 +133,13 @@ export class MockerEngine implements Engine {
         ? modelledKvCosts(timing, this.info.maxBatchedTokens, gbps, present, speedup)
         : undefined;
     this.#kvCosts = costs;
+    // Judged once: the modelled costs never change. A tier slower than recomputing is never read.
+    const unread = new Set(costs ? LOWER_TIERS.filter((tier) => !onboardingPays(costs, tier, this.#kvBytesPerToken)) : []);
     this.#blocks = new BlockManager(kvBlocks, blockSize, emit, {
       host: present.host ? new HostTier(hostBlocks, blockSize, emit) : undefined,
       disk: present.disk ? new KvTier("disk", diskBlocks, blockSize, emit) : undefined,
       object,
-      // A tier slower than recomputing is never read: its blocks are computed again.
-      onboards: costs ? (tier) => onboardingPays(costs, tier, this.#kvBytesPerToken) : undefined,
+      onboards: unread.size > 0 ? (tier) => !unread.has(tier) : undefined,
     });
     this.#scheduler = new MockScheduler({
       clock: this.#clock,

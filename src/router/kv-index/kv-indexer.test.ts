@@ -23,16 +23,21 @@ async function drive(runtime: ReturnType<typeof createEmbeddedRuntime>, workerId
   await new Promise((r) => setTimeout(r, 20));
 }
 
-test("a mocker worker's events make the index find its cached prefix; leaving discovery drops it", async () => {
-  const runtime = createEmbeddedRuntime();
-  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
-  const worker = await WorkerHost.create({
+/** Worker `w1` on a mocker with 16-token blocks. */
+function mockerWorker(runtime: ReturnType<typeof createEmbeddedRuntime>): Promise<WorkerHost> {
+  return WorkerHost.create({
     runtime,
     id: "w1",
     engine: new MockerEngine({ blockSize: 16, speedupRatio: 1000 }),
     modelName: "m",
     logger: silentLogger,
   });
+}
+
+test("a mocker worker's events make the index find its cached prefix; leaving discovery drops it", async () => {
+  const runtime = createEmbeddedRuntime();
+  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+  const worker = await mockerWorker(runtime);
   await drive(runtime, "w1", tokens);
   const query = hashBlocks(tokens, 16).local;
   assert.equal(indexer.findMatches(query).scores.get("w1"), 12, "199 computed prompt tokens = 12 full blocks");
@@ -303,13 +308,7 @@ test("workers that leave give back their capacity: a fleet that restarts its wor
 test("a worker that announced blocks before the index listened is asked for them when discovery shows it", async () => {
   // As after a restart: the worker's disk tier announced its blocks while the router was starting.
   const runtime = createEmbeddedRuntime();
-  const worker = await WorkerHost.create({
-    runtime,
-    id: "w1",
-    engine: new MockerEngine({ blockSize: 16, speedupRatio: 1000 }),
-    modelName: "m",
-    logger: silentLogger,
-  });
+  const worker = await mockerWorker(runtime);
   await drive(runtime, "w1", tokens);
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
   await new Promise((r) => setTimeout(r, 50));
