@@ -25,7 +25,7 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
-       [--busy-decode-blocks F] [--busy-prefill-frac F] [--router-queue-size N]
+       [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--router-queue-size N]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
@@ -82,6 +82,7 @@ export async function replayCommand(
       "load-report-delay-ms": { type: "string", default: "5" },
       "busy-decode-blocks": { type: "string" },
       "busy-prefill-frac": { type: "string" },
+      "busy-sequences-frac": { type: "string" },
       "router-queue-size": { type: "string" },
       planner: { type: "string" },
       profile: { type: "string" },
@@ -143,10 +144,12 @@ export async function replayCommand(
     prefill > 0 ? { prefill, decode: disaggregation.decode ?? workers } : { aggregated: workers };
   const busyDecodeBlocks = optional("busy-decode-blocks", values["busy-decode-blocks"], 0);
   const busyPrefillFrac = optional("busy-prefill-frac", values["busy-prefill-frac"], 0);
+  const busySequencesFrac = optional("busy-sequences-frac", values["busy-sequences-frac"], 0.01);
   const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
   const busy = {
     ...(busyDecodeBlocks !== undefined ? { activeDecodeBlocks: busyDecodeBlocks } : {}),
     ...(busyPrefillFrac !== undefined ? { activePrefillTokensFrac: busyPrefillFrac } : {}),
+    ...(busySequencesFrac !== undefined ? { activeSequencesFrac: busySequencesFrac } : {}),
     ...(routerQueueSize !== undefined ? { queueSize: Math.floor(routerQueueSize) } : {}),
   };
   const kvEventDelayMs = number("kv-event-delay-ms", values["kv-event-delay-ms"], 0);

@@ -58,6 +58,7 @@ export interface ServeOptions {
   readonly timingProfile: string | undefined;
   readonly busyDecodeBlocks: number | undefined;
   readonly busyPrefillFrac: number | undefined;
+  readonly busySequencesFrac: number | undefined;
   readonly routerQueueSize: number | undefined;
   /** false: the KV router ignores worker events and predicts caches from its own decisions. */
   readonly kvEvents: boolean;
@@ -264,6 +265,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     timingProfile: str("timing-profile"),
     busyDecodeBlocks: num("busy-decode-blocks", false, 0),
     busyPrefillFrac: num("busy-prefill-frac", false, 0),
+    busySequencesFrac: num("busy-sequences-frac", false, 0.01),
     routerQueueSize: num("router-queue-size", true, 0),
     kvEvents: str("kv-events") !== "off",
     migrationLimit: num("migration-limit", true, 0) ?? 3,

@@ -170,6 +170,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_BUSY_PREFILL_FRAC",
     help: "a worker is busy above this many times its max batched tokens waiting to prefill (default 10)",
   },
+  "busy-sequences-frac": {
+    type: "number",
+    env: "ARMATURE_BUSY_SEQUENCES_FRAC",
+    help: "a worker is busy once the requests it runs or holds reach this many times its sequences (default 1.0); later ones wait at the router, by priority",
+  },
   "migration-limit": {
     type: "integer",
     env: "ARMATURE_MIGRATION_LIMIT",

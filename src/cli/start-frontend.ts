@@ -15,6 +15,7 @@ import {
   type RoutingPolicy,
   remoteSelector,
   routerOverheadMetrics,
+  routerQueueMetrics,
   WorkerSet,
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -55,6 +56,7 @@ export async function startFrontend(
   // Bad certificate files stop the start here, naming the flag, before anything listens.
   const tls = options.tls ? readHttpsCredentials(options.tls) : undefined;
   const onOverhead = routerOverheadMetrics(meter);
+  const onShed = routerQueueMetrics(meter);
   // Bookings go to every replica (and to armature router processes) over the event plane.
   const activeLoad = new ActiveLoad({
     routerId,
@@ -92,6 +94,7 @@ export async function startFrontend(
   const busy = {
     ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
     ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
+    ...(options.busySequencesFrac !== undefined ? { activeSequencesFrac: options.busySequencesFrac } : {}),
     ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
   };
   // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo). Both
@@ -117,7 +120,7 @@ export async function startFrontend(
     ...disaggregationMetrics(meter),
     onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
   });
-  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote, workers });
+  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote, workers, onShed });
   const stopRouting = (): void => {
     router.close();
     prefillRouter.close();

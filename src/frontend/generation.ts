@@ -74,6 +74,8 @@ export interface GenerationInput {
   readonly signal: AbortSignal;
   /** Time left before the request's deadline, told to the worker so it stops too; undefined: none. */
   readonly timeoutMs?: number | undefined;
+  /** Where the request waits among others for a worker (lower runs earlier); undefined: 0. */
+  readonly priority?: number | undefined;
   readonly observer: GenerationObserver;
   /** Times a request may move to another worker when its worker fails mid-stream. */
   readonly migrationLimit: number;
@@ -103,6 +105,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     ...(params.minTokens ? { minTokens: params.minTokens } : {}),
     ...(params.stopTokenIds ? { stopTokenIds: params.stopTokenIds } : {}),
     ...(input.timeoutMs === undefined ? {} : { timeoutMs: Math.round(input.timeoutMs) }),
+    ...(input.priority === undefined ? {} : { priority: input.priority }),
   };
   const call = await router.route(request, {
     signal: input.signal,

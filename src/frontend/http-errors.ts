@@ -24,6 +24,12 @@ const mapping: Record<ErrorCode, { status: number; type: string; code: string | 
   MODEL_NOT_FOUND: { status: 404, type: "invalid_request_error", code: "model_not_found", errorType: "not_found" },
   ROUTER_WORKER_NOT_FOUND: { status: 400, type: "invalid_request_error", code: "worker_not_found", errorType: "validation" },
   ROUTER_OVERLOADED: { status: 503, type: "service_unavailable", code: "overloaded", errorType: "overload" },
+  ROUTER_DEADLINE_UNREACHABLE: {
+    status: 503,
+    type: "service_unavailable",
+    code: "deadline_unreachable",
+    errorType: "overload",
+  },
   ROUTER_NO_WORKER: { status: 503, type: "service_unavailable", code: "no_worker", errorType: "overload" },
   WORKER_UNAVAILABLE: { status: 503, type: "service_unavailable", code: "worker_unavailable", errorType: "overload" },
   WORKER_DRAINING: { status: 503, type: "service_unavailable", code: "worker_draining", errorType: "overload" },

@@ -6,6 +6,8 @@ export type ErrorCode =
   | "ROUTER_NO_WORKER"
   | "ROUTER_WORKER_NOT_FOUND"
   | "ROUTER_OVERLOADED"
+  /** Every worker is busy and the request's deadline would pass before it could run. */
+  | "ROUTER_DEADLINE_UNREACHABLE"
   | "WORKER_UNAVAILABLE"
   | "WORKER_DRAINING"
   | "ENGINE_FAILED"

@@ -74,6 +74,9 @@ export type Disaggregation =
   | { readonly phase: "decode"; readonly handoff: KvHandoff };
 
 /** One generation request as a worker receives it: tokens in, tokens out. */
+/** The largest priority magnitude a request may carry (a signed 32-bit integer, as vLLM's). */
+export const PRIORITY_LIMIT = 2 ** 31 - 1;
+
 export interface GenerateRequest {
   readonly type: "generate-request";
   readonly requestId: string;
@@ -92,6 +95,11 @@ export interface GenerateRequest {
    * work when it runs out. Relative, so hosts' clocks need not agree. Absent: no deadline.
    */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Scheduling priority (vLLM's `priority`): lower runs earlier when requests wait for a worker.
+   * An integer within ±`PRIORITY_LIMIT`. Absent: 0.
+   */
+  readonly priority?: number | undefined;
   /**
    * Stream each token's log-probability and those of the `top` most likely tokens at its step
    * (0..20) in `TokenDelta.logprobs`. Absent: none are computed.

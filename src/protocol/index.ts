@@ -27,6 +27,7 @@ export type {
   TokenLogprob,
   WireTraceContext,
 } from "./generate.js";
+export { PRIORITY_LIMIT } from "./generate.js";
 export type {
   KvBlockRemoved,
   KvBlockStored,

@@ -1,5 +1,12 @@
 import type { ActiveSequenceEvent } from "./active-sequences.js";
-import type { GenerateRequest, GenerateResponse, KvHandoff, SamplingOptions, WireTraceContext } from "./generate.js";
+import {
+  type GenerateRequest,
+  type GenerateResponse,
+  type KvHandoff,
+  PRIORITY_LIMIT,
+  type SamplingOptions,
+  type WireTraceContext,
+} from "./generate.js";
 import type { KvEvent, KvEventBatch, KvEventsDump, KvEventsQuery, WorkerLoad } from "./kv-events.js";
 import type { ModelCard } from "./model-card.js";
 import type { RouteAnswer, RouteQuery } from "./route-query.js";
@@ -202,6 +209,7 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
     ),
   ),
   timeoutMs: optional(num(0)),
+  priority: optional(int(-PRIORITY_LIMIT, PRIORITY_LIMIT)),
   logprobs: optional(object({ top: int(0, MAX_TOP_LOGPROBS) })),
   minTokens: optional(int(0, MAX_TOKENS)),
   stopTokenIds: optional(arrayOf(tokenId, 1 << 16)),

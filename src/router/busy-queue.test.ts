@@ -209,3 +209,50 @@ test("requests admitted at the same instant do not fail when the first takes the
     await close();
   }
 });
+
+test("a worker running as many requests as its sequences is busy: later requests wait at the router, by priority", async () => {
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 1024, maxSequences: 1 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  const shed: string[] = [];
+  // Default thresholds: 3 of 1024 blocks is far from busy by KV; only the one sequence is taken.
+  const router = new Router({
+    runtime,
+    policy: roundRobinPolicy(),
+    logger: silentLogger,
+    busy: { queueSize: 2 },
+    onShed: (model, reason, priority) => shed.push(`${model} ${reason} ${priority}`),
+  });
+  try {
+    const first = await router.route(request(20), { signal: new AbortController().signal });
+    const order: string[] = [];
+    const queued = (name: string, priority: number) =>
+      router.route({ ...request(1), requestId: name, priority }, { signal: new AbortController().signal }).then(
+        async (call) => {
+          order.push(name);
+          await drain(call.stream);
+        },
+        (error: { code: string }) => order.push(`${name} ${error.code}`),
+      );
+    const batch = queued("batch", 10);
+    const low = queued("low", 5);
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(router.queuedRequests, 2, "the worker's one sequence is taken: both wait");
+    const high = queued("high", 0);
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(order, ["batch ROUTER_OVERLOADED"], "the full queue gave the batch request's place to the urgent one");
+    await drain(first.stream);
+    await Promise.all([batch, low, high]);
+    assert.deepEqual(order, ["batch ROUTER_OVERLOADED", "high", "low"]);
+    assert.deepEqual(shed, ["m displaced 10"]);
+  } finally {
+    router.close();
+    await worker.close(1000);
+    await runtime.close();
+  }
+});

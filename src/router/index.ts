@@ -1,5 +1,6 @@
 export type { ActiveLoadOptions, WorkerLoadShare } from "./active-load.js";
 export { ActiveLoad } from "./active-load.js";
+export type { QueueTicket, ShedReason } from "./admission-queue.js";
 export type { BasicPolicyName } from "./basic-policies.js";
 export {
   basicPolicyNames,
@@ -27,6 +28,6 @@ export { serveRouteQueries } from "./route-service.js";
 export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
 export type { OverheadPhase } from "./router-metrics.js";
-export { routerOverheadMetrics } from "./router-metrics.js";
+export { routerOverheadMetrics, routerQueueMetrics } from "./router-metrics.js";
 export { WorkerSet } from "./worker-set.js";
 export type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";

@@ -11,8 +11,9 @@ import {
 } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
-import { AdmissionQueue } from "./admission-queue.js";
+import { AdmissionQueue, type QueueTicket, type ShedReason } from "./admission-queue.js";
 import { callEmbedding, type EmbeddingCall } from "./embedding-call.js";
+import { FirstTokenLead } from "./first-token-lead.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
@@ -25,6 +26,12 @@ export interface BusyThresholds {
   readonly activeDecodeBlocks?: number;
   /** Busy when its active prefill tokens exceed this many times its max batched tokens. Default 10. */
   readonly activePrefillTokensFrac?: number;
+  /**
+   * Busy when the requests it runs or holds waiting reach this many times the sequences it runs at
+   * once (`maxSequences`): further requests wait in the router's queue, in priority order, rather
+   * than in the engine's own first-come queue. Default 1.0.
+   */
+  readonly activeSequencesFrac?: number;
   /** Requests that may wait while every worker is busy; more get HTTP 503. Default 1024. */
   readonly queueSize?: number;
 }
@@ -44,6 +51,8 @@ export interface RouterOptions {
   readonly remote?: RemoteSelector | undefined;
   /** A worker set to share with another router of this frontend (its owner closes it). Default: its own. */
   readonly workers?: WorkerSet | undefined;
+  /** Told of each request the admission queue refused or shed (full, displaced, deadline unreachable). */
+  readonly onShed?: ((model: string, reason: ShedReason, priority: number) => void) | undefined;
 }
 
 /** A routed call: which worker serves it and the stream of its responses. */
@@ -71,6 +80,9 @@ export class Router {
   #requestSeq = 0;
   readonly #decodeThreshold: number;
   readonly #prefillFrac: number;
+  readonly #sequencesFrac: number;
+  readonly #lead = new FirstTokenLead();
+  readonly #onShed: RouterOptions["onShed"];
   readonly #roles: ReadonlySet<WorkerRole>;
   readonly #prefill: PrefillStage | undefined;
   readonly #remote: RemoteSelector | undefined;
@@ -88,6 +100,8 @@ export class Router {
     this.#load = options.activeLoad ?? new ActiveLoad({ routerId: "local", clock: options.runtime.clock });
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
+    this.#sequencesFrac = options.busy?.activeSequencesFrac ?? 1;
+    this.#onShed = options.onShed;
     this.#roles = new Set(options.roles ?? ["aggregated", "decode"]);
     this.#prefill = options.prefill;
     this.#remote = options.remote;
@@ -109,7 +123,12 @@ export class Router {
   #queueOf(model: string): AdmissionQueue {
     let queue = this.#queues.get(model);
     if (!queue) {
-      queue = new AdmissionQueue(this.#queueSize);
+      queue = new AdmissionQueue({
+        capacity: this.#queueSize,
+        clock: this.#runtime.clock,
+        leadTime: () => this.#lead.of(model),
+        onShed: (reason, priority) => this.#onShed?.(model, reason, priority),
+      });
       this.#queues.set(model, queue);
     }
     return queue;
@@ -119,9 +138,12 @@ export class Router {
   isBusy(worker: WorkerView): boolean {
     const booked = this.#load.of(worker.id);
     const blocks = Math.max(booked.decodeBlocks, worker.published?.activeKvBlocks ?? 0);
+    const published = worker.published;
+    const sequences = Math.max(worker.inflight, published ? published.activeRequests + published.waitingRequests : 0);
     return (
       blocks > this.#decodeThreshold * worker.card.totalKvBlocks ||
-      booked.prefillTokens > this.#prefillFrac * worker.card.maxBatchedTokens
+      booked.prefillTokens > this.#prefillFrac * worker.card.maxBatchedTokens ||
+      sequences >= this.#sequencesFrac * worker.card.maxSequences
     );
   }
 
@@ -136,9 +158,11 @@ export class Router {
 
   /**
    * Picks a worker and starts the call. While every worker is busy the request waits in a bounded
-   * first-come-first-served queue. Throws `ROUTER_NO_WORKER` when no worker serves the model,
+   * queue ordered by `request.priority` (lower first), then by deadline (`request.timeoutMs` from
+   * now), then by arrival. Throws `ROUTER_NO_WORKER` when no worker serves the model,
    * `ROUTER_WORKER_NOT_FOUND` when the pinned worker is not one of them and `ROUTER_OVERLOADED`
-   * when the queue is full.
+   * when the queue is full (or a request of higher priority took its place) and
+   * `ROUTER_DEADLINE_UNREACHABLE` when its deadline would pass before it could run.
    */
   async route(
     request: GenerateRequest,
@@ -159,9 +183,15 @@ export class Router {
     const free = (): boolean => eligible().some((w) => !this.isBusy(w));
     let candidates = eligible();
     let admitted = options.admitted === true;
+    const now = this.#runtime.clock.now();
+    const ticket: QueueTicket = {
+      priority: request.priority,
+      deadline: request.timeoutMs === undefined ? undefined : now + request.timeoutMs,
+    };
+    let admittedAt = now;
     if (candidates.length > 0 && this.#prefill && !request.disaggregation && options.pinnedWorkerId === undefined) {
       // Decode capacity first: a request refused after its prefill would strand the exported KV.
-      await this.#queueOf(request.model).admit(free, options.signal);
+      await this.#queueOf(request.model).admit(free, options.signal, ticket);
       admitted = true;
       options.trace?.admitted();
       // Then, if the prefill runs remotely, its decode worker, booked while the prefill runs: the
@@ -204,7 +234,10 @@ export class Router {
     if (options.pinnedWorkerId === undefined) {
       let idle: WorkerView[] = [];
       do {
-        if (!admitted) await this.#queueOf(request.model).admit(free, options.signal);
+        if (!admitted) {
+          await this.#queueOf(request.model).admit(free, options.signal, ticket);
+          admittedAt = this.#runtime.clock.now();
+        }
         idle = eligible().filter((w) => !this.isBusy(w));
         // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
       } while (!admitted && idle.length === 0 && eligible().length > 0);
@@ -252,6 +285,7 @@ export class Router {
       this.#queues.get(request.model)?.notify();
     };
     const firstToken = (): void => {
+      if (!admitted) this.#lead.record(request.model, this.#runtime.clock.now() - admittedAt);
       this.#load.prefillDone(bookingId);
       this.#policy.onFirstToken?.(workerId, routeRequest);
       this.#queues.get(request.model)?.notify();

@@ -30,7 +30,7 @@ test("a unary request past --request-timeout → 504 request_timeout", async () 
   assert.equal(res.status, 504);
   const body = (await res.json()) as { error: { code: string; message: string } };
   assert.equal(body.error.code, "request_timeout");
-  assert.match(body.error.message, /limit of 1 s/);
+  assert.match(body.error.message, /deadline of 1 s/);
 });
 
 test("a stream past --request-timeout ends with an error event and [DONE]", async () => {

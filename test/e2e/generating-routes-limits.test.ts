@@ -73,7 +73,7 @@ test("past --request-timeout a message is 504 timeout_error, and a streamed one 
   assert.equal(unary.status, 504);
   const body = JSON.parse(unary.text) as { type: string; error: { type: string; message: string } };
   assert.deepEqual([body.type, body.error.type], ["error", "timeout_error"]);
-  assert.match(body.error.message, /limit of 1 s/);
+  assert.match(body.error.message, /deadline of 1 s/);
   const streamed = namedEvents((await post("/v1/messages", { ...long, stream: true })).text);
   assert.ok(
     streamed.some((e) => e.event === "content_block_delta"),
@@ -83,7 +83,8 @@ test("past --request-timeout a message is 504 timeout_error, and a streamed one 
   assert.equal(last?.event, "error");
   assert.deepEqual(last?.data.error, {
     type: "timeout_error",
-    message: "the request took longer than this server's limit of 1 s",
+    message:
+      "the request took longer than its deadline of 1 s (this server's --request-timeout, or the client's x-armature-deadline-ms when sooner)",
   });
 });
 

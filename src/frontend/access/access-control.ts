@@ -171,6 +171,24 @@ export class RequestGrant {
     });
   }
 
+  /**
+   * The priority a request of this key runs at: the one it asked for, else the key's
+   * `default_priority`. Throws `REQUEST_INVALID` naming `param` when it asks for a more urgent one
+   * (lower number) than the key's `priority_ceiling`.
+   */
+  priorityOf(asked: number | undefined, param: string): number | undefined {
+    const ceiling = this.#entry.priorityCeiling;
+    if (asked !== undefined && ceiling !== undefined && asked < ceiling) {
+      this.#metrics.rejected.inc({ key_name: this.#entry.name, reason: "priority_above_ceiling" });
+      throw new ArmatureError(
+        "REQUEST_INVALID",
+        `priority ${asked} is more urgent than this API key may ask for (its priority_ceiling is ${ceiling}; lower runs earlier)`,
+        { param },
+      );
+    }
+    return asked ?? this.#entry.defaultPriority;
+  }
+
   /** Charges a finished request's tokens to the key (metrics and the token bucket). */
   recordUsage(promptTokens: number, completionTokens: number): void {
     const key_name = this.#entry.name;

@@ -30,6 +30,17 @@ test("a YAML list gives one spec per entry, limits and models as written", () =>
   ]);
 });
 
+test("a key's default priority and ceiling are read as written", () => {
+  const specs = parseApiKeys(
+    "- {key: k1, name: batch, default_priority: 10, priority_ceiling: 5}\n- {key: k2, name: ops, priority_ceiling: -3}\n",
+    "keys.yaml",
+  );
+  assert.deepEqual(specs, [
+    { key: "k1", name: "batch", defaultPriority: 10, priorityCeiling: 5 },
+    { key: "k2", name: "ops", priorityCeiling: -3 },
+  ]);
+});
+
 test("JSON is read the same way", () => {
   const specs = parseApiKeys(JSON.stringify([{ key: "k1", name: "a", max_concurrent: 2 }]), "keys.json");
   assert.deepEqual(specs, [{ key: "k1", name: "a", maxConcurrent: 2 }]);
@@ -41,7 +52,7 @@ test("an unknown field is refused by name, with the entry it is in", () => {
     (error: Error) => {
       assert.equal(
         error.message,
-        "keys file keys.yaml: entry 2 ('alice'): unknown field 'rpm'; fields are key, name, requests_per_minute, tokens_per_minute, max_concurrent, models",
+        "keys file keys.yaml: entry 2 ('alice'): unknown field 'rpm'; fields are key, name, requests_per_minute, tokens_per_minute, max_concurrent, models, default_priority, priority_ceiling",
       );
       return true;
     },
@@ -58,6 +69,12 @@ test("bad values are refused, and no message quotes a key", () => {
     ["- {name: a}", /entry 1 \('a'\): key must be a non-empty string/],
     ['- {key: "two words", name: a}', /key must be a non-empty string without whitespace/],
     [`- {key: ${SECRET}, name: a, requests_per_minute: 0}`, /requests_per_minute must be an integer ≥ 1/],
+    [`- {key: ${SECRET}, name: a, default_priority: 1.5}`, /default_priority must be an integer between/],
+    [`- {key: ${SECRET}, name: a, priority_ceiling: high}`, /priority_ceiling must be an integer between/],
+    [
+      `- {key: ${SECRET}, name: a, default_priority: 0, priority_ceiling: 5}`,
+      /default_priority 0 is more urgent than priority_ceiling 5/,
+    ],
     [`- {key: ${SECRET}, name: a, tokens_per_minute: 1.5}`, /tokens_per_minute must be an integer ≥ 1/],
     [`- {key: ${SECRET}, name: a, max_concurrent: "4"}`, /max_concurrent must be an integer ≥ 1/],
     [`- {key: ${SECRET}, name: a, models: []}`, /models must be a non-empty list/],

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { ArmatureError } from "../../protocol/index.js";
+import { ArmatureError, PRIORITY_LIMIT } from "../../protocol/index.js";
 
 /** One API key and what it may do. Absent limits are unlimited; absent `models` allows every model. */
 export interface ApiKeySpec {
@@ -15,9 +15,22 @@ export interface ApiKeySpec {
   readonly maxConcurrent?: number | undefined;
   /** Served model names this key may use. */
   readonly models?: readonly string[] | undefined;
+  /** The priority of requests that name none (lower runs earlier). Absent: 0. */
+  readonly defaultPriority?: number | undefined;
+  /** The most urgent (lowest) priority a request may ask for; one asking for less is refused. */
+  readonly priorityCeiling?: number | undefined;
 }
 
-const FIELDS = ["key", "name", "requests_per_minute", "tokens_per_minute", "max_concurrent", "models"] as const;
+const FIELDS = [
+  "key",
+  "name",
+  "requests_per_minute",
+  "tokens_per_minute",
+  "max_concurrent",
+  "models",
+  "default_priority",
+  "priority_ceiling",
+] as const;
 const LIMITS = [
   ["requests_per_minute", "requestsPerMinute"],
   ["tokens_per_minute", "tokensPerMinute"],
@@ -28,7 +41,8 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /**
  * Parses a keys file: YAML or JSON (JSON is YAML), a list of
- * `{key, name, requests_per_minute?, tokens_per_minute?, max_concurrent?, models?}`.
+ * `{key, name, requests_per_minute?, tokens_per_minute?, max_concurrent?, models?, default_priority?,
+ * priority_ceiling?}`.
  * Throws `CONFIG_INVALID` naming the file, the entry and the field at fault; the message never
  * contains a key.
  */
@@ -42,10 +56,7 @@ export function parseApiKeys(text: string, source: string): ApiKeySpec[] {
     throw invalid(source, `not valid YAML or JSON${where ? ` (line ${where})` : ""}`);
   }
   if (!Array.isArray(document)) {
-    throw invalid(
-      source,
-      "the file must be a list of {key, name, requests_per_minute, tokens_per_minute, max_concurrent, models}",
-    );
+    throw invalid(source, `the file must be a list of {${FIELDS.join(", ")}}`);
   }
   if (document.length === 0) throw invalid(source, "the list is empty; every request would be refused");
   const specs = document.map((entry, i) => parseEntry(entry, `entry ${i + 1}`, source));
@@ -129,7 +140,44 @@ function parseEntry(entry: unknown, label: string, source: string): ApiKeySpec {
   ) {
     throw invalid(source, `${where}: models must be a non-empty list of model names (leave it out for every model)`);
   }
-  return { key: fields.key, name, ...limits, ...(Array.isArray(models) ? { models: [...(models as string[])] } : {}) };
+  const priorities = parsePriorities(fields, where, source);
+  return {
+    key: fields.key,
+    name,
+    ...limits,
+    ...(Array.isArray(models) ? { models: [...(models as string[])] } : {}),
+    ...priorities,
+  };
+}
+
+/** `default_priority` and `priority_ceiling`: integers within ±PRIORITY_LIMIT, the default no more urgent than the ceiling. */
+function parsePriorities(
+  fields: Record<string, unknown>,
+  where: string,
+  source: string,
+): { defaultPriority?: number; priorityCeiling?: number } {
+  const out: { defaultPriority?: number; priorityCeiling?: number } = {};
+  for (const [field, property] of [
+    ["default_priority", "defaultPriority"],
+    ["priority_ceiling", "priorityCeiling"],
+  ] as const) {
+    const value = fields[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== "number" || !Number.isInteger(value) || Math.abs(value) > PRIORITY_LIMIT) {
+      throw invalid(
+        source,
+        `${where}: ${field} must be an integer between -${PRIORITY_LIMIT} and ${PRIORITY_LIMIT} (lower runs earlier)`,
+      );
+    }
+    out[property] = value;
+  }
+  if (out.defaultPriority !== undefined && out.priorityCeiling !== undefined && out.defaultPriority < out.priorityCeiling) {
+    throw invalid(
+      source,
+      `${where}: default_priority ${out.defaultPriority} is more urgent than priority_ceiling ${out.priorityCeiling}; lower runs earlier, so the default must be ≥ the ceiling`,
+    );
+  }
+  return out;
 }
 
 function validKey(key: unknown): key is string {

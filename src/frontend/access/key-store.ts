@@ -9,6 +9,10 @@ export interface ApiKeyEntry {
   readonly maxConcurrent: number | undefined;
   /** Absent: every model. */
   readonly models: ReadonlySet<string> | undefined;
+  /** The priority of this key's requests that name none. */
+  readonly defaultPriority?: number | undefined;
+  /** The most urgent (lowest) priority this key's requests may ask for. */
+  readonly priorityCeiling?: number | undefined;
 }
 
 interface StoredKey {
@@ -63,6 +67,8 @@ function store(specs: readonly ApiKeySpec[]): StoredKey[] {
       tokensPerMinute: spec.tokensPerMinute,
       maxConcurrent: spec.maxConcurrent,
       models: spec.models ? new Set(spec.models) : undefined,
+      ...(spec.defaultPriority === undefined ? {} : { defaultPriority: spec.defaultPriority }),
+      ...(spec.priorityCeiling === undefined ? {} : { priorityCeiling: spec.priorityCeiling }),
     },
   }));
 }

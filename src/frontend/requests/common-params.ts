@@ -1,5 +1,5 @@
 import { choiceAnswerGrammar, RegexRefusal, regexAnswerGrammar, SchemaRefusal, schemaGbnf, toGbnf } from "../../grammar/index.js";
-import type { ResponseConstraint, SamplingOptions } from "../../protocol/index.js";
+import { PRIORITY_LIMIT, type ResponseConstraint, type SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
 import { parseSamplingFields } from "./sampling-fields.js";
@@ -29,6 +29,8 @@ export interface CommonParams {
   readonly logprobs?: { readonly top: number } | undefined;
   /** vLLM's `return_tokens_as_token_ids`: log-probability tokens are written `token_id:<id>`. */
   readonly returnTokensAsTokenIds?: boolean | undefined;
+  /** vLLM's `priority`: lower runs earlier while requests wait for a worker; absent: the key's default, else 0. */
+  readonly priority?: number | undefined;
 }
 
 /** Validates the shared fields; throws `REQUEST_INVALID`/`NOT_SUPPORTED` naming the field. */
@@ -75,6 +77,7 @@ export function parseCommonParams(body: Body, maxTokensKeys: readonly string[]):
     stopTokenIds,
     logprobs: undefined,
     returnTokensAsTokenIds: optionalBoolean(body, "return_tokens_as_token_ids") ?? false,
+    priority: optionalNumber(body, "priority", { integer: true, min: -PRIORITY_LIMIT, max: PRIORITY_LIMIT }),
   };
 }
 

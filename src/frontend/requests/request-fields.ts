@@ -54,6 +54,7 @@ const shared: Record<string, FieldRule> = {
   nvext: honoured,
   user: accepted("a caller's label for abuse monitoring; it does not change the output"),
   logit_bias: honoured,
+  priority: honoured,
 };
 
 /** `POST /v1/chat/completions`, every field of OpenAI's CreateChatCompletionRequest and our extensions. */

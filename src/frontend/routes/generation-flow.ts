@@ -10,6 +10,7 @@ import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import type { ReasoningParserName } from "../reasoning/index.js";
 import { startRequestDeadline } from "../request-deadline.js";
+import { requestBudgetMs, requestPriority } from "../request-scheduling.js";
 import type { CommonParams } from "../requests/common-params.js";
 import type { ToolCallParserName } from "../tool-calls/index.js";
 
@@ -106,14 +107,8 @@ export async function serveGeneration<
   let stream = false;
   const controller = new AbortController();
   const arrivedAt = performance.now();
-  const timeoutMs = deps.requestTimeoutMs;
-  // A client that stopped reading leaves the response waiting for a drain that never comes: after a
-  // grace for the error to go out, the connection is closed.
-  const deadline = startRequestDeadline(controller, timeoutMs, log, () => {
-    setTimeout(() => {
-      if (!res.writableFinished) res.destroy();
-    }, DEADLINE_GRACE_MS).unref();
-  });
+  let timeoutMs: number | undefined;
+  let deadline: NodeJS.Timeout | undefined;
   res.on("close", () => {
     clearTimeout(deadline);
     if (!res.writableFinished) {
@@ -123,9 +118,18 @@ export async function serveGeneration<
     }
   });
   try {
+    timeoutMs = requestBudgetMs(req.headers, deps.requestTimeoutMs);
+    // A client that stopped reading leaves the response waiting for a drain that never comes: after a
+    // grace for the error to go out, the connection is closed.
+    deadline = startRequestDeadline(controller, timeoutMs, log, () => {
+      setTimeout(() => {
+        if (!res.writableFinished) res.destroy();
+      }, DEADLINE_GRACE_MS).unref();
+    });
     const request = api.parse(await readJsonBody(req, deps.bodyLimitBytes));
     const { params } = request;
     deps.access?.checkModel(params.model);
+    const priority = requestPriority(req.headers, params.priority, deps.access);
     stream = params.stream;
     deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": params.model });
     const pipeline = await deps.pipelines.get(params.model);
@@ -138,6 +142,7 @@ export async function serveGeneration<
       params: prepared.params,
       signal: controller.signal,
       timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
+      priority,
       observer: timer,
       migrationLimit: deps.migrationLimit,
       trace: deps.trace,
