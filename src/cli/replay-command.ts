@@ -25,7 +25,8 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
-       [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--router-queue-size N]
+       [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--priority-reserve F]
+       [--router-queue-size N]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
@@ -83,6 +84,7 @@ export async function replayCommand(
       "busy-decode-blocks": { type: "string" },
       "busy-prefill-frac": { type: "string" },
       "busy-sequences-frac": { type: "string" },
+      "priority-reserve": { type: "string" },
       "router-queue-size": { type: "string" },
       planner: { type: "string" },
       profile: { type: "string" },
@@ -145,11 +147,15 @@ export async function replayCommand(
   const busyDecodeBlocks = optional("busy-decode-blocks", values["busy-decode-blocks"], 0);
   const busyPrefillFrac = optional("busy-prefill-frac", values["busy-prefill-frac"], 0);
   const busySequencesFrac = optional("busy-sequences-frac", values["busy-sequences-frac"], 0.01);
+  const priorityReserve = optional("priority-reserve", values["priority-reserve"], 0);
+  if (priorityReserve !== undefined && priorityReserve >= 1)
+    throw new ArmatureError("CONFIG_INVALID", `--priority-reserve must be below 1, got ${priorityReserve}`);
   const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
   const busy = {
     ...(busyDecodeBlocks !== undefined ? { activeDecodeBlocks: busyDecodeBlocks } : {}),
     ...(busyPrefillFrac !== undefined ? { activePrefillTokensFrac: busyPrefillFrac } : {}),
     ...(busySequencesFrac !== undefined ? { activeSequencesFrac: busySequencesFrac } : {}),
+    ...(priorityReserve !== undefined ? { priorityReserve } : {}),
     ...(routerQueueSize !== undefined ? { queueSize: Math.floor(routerQueueSize) } : {}),
   };
   const kvEventDelayMs = number("kv-event-delay-ms", values["kv-event-delay-ms"], 0);
@@ -242,6 +248,17 @@ export async function replayCommand(
       out(
         `| ${r.policy} | ${r.completed}/${r.requests}${r.rejected > 0 ? ` (${r.rejected} refused)` : ""} | ${percent(r.hit_rate)}${tiers ? ` (${percent(r.host_hit_rate)} / ${percent(r.disk_hit_rate)} / ${percent(r.object_hit_rate)})` : ""} | ${f(r.ttft_ms)} | ${f(r.itl_ms)} | ${r.throughput_tok_s.toFixed(0)} | ${r.goodput_req_s.toFixed(2)} | ${r.sim_seconds.toFixed(0)} | ${r.wall_seconds.toFixed(1)} |\n`,
       );
+    }
+    const classed = results.filter((r) => r.by_priority);
+    if (classed.length > 0) {
+      out("\n| policy | priority | completed | TTFT mean / p50 / p99 ms | SLO attainment |\n|---|---:|---:|---:|---:|\n");
+      for (const r of classed) {
+        for (const c of r.by_priority ?? []) {
+          out(
+            `| ${r.policy} | ${c.priority} | ${c.completed}/${c.requests}${c.rejected > 0 ? ` (${c.rejected} refused)` : ""} | ${c.ttft_ms.mean.toFixed(0)} / ${c.ttft_ms.p50.toFixed(0)} / ${c.ttft_ms.p99.toFixed(0)} | ${percent(c.slo_attainment)} |\n`,
+          );
+        }
+      }
     }
   }
   return 0;

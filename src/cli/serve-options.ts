@@ -59,6 +59,7 @@ export interface ServeOptions {
   readonly busyDecodeBlocks: number | undefined;
   readonly busyPrefillFrac: number | undefined;
   readonly busySequencesFrac: number | undefined;
+  readonly priorityReserve: number | undefined;
   readonly routerQueueSize: number | undefined;
   /** false: the KV router ignores worker events and predicts caches from its own decisions. */
   readonly kvEvents: boolean;
@@ -196,6 +197,12 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     }
     return n;
   };
+  /** A share in [0, 1). */
+  const fraction = (flag: string): number | undefined => {
+    const n = num(flag, false, 0);
+    if (n !== undefined && n >= 1) throw configError(flag, `must be a share from 0 up to (not including) 1, got '${n}'`);
+    return n;
+  };
   const size = (flag: string): number | undefined => {
     const value = raw(flag);
     if (value === undefined) return undefined;
@@ -266,6 +273,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     busyDecodeBlocks: num("busy-decode-blocks", false, 0),
     busyPrefillFrac: num("busy-prefill-frac", false, 0),
     busySequencesFrac: num("busy-sequences-frac", false, 0.01),
+    priorityReserve: fraction("priority-reserve"),
     routerQueueSize: num("router-queue-size", true, 0),
     kvEvents: str("kv-events") !== "off",
     migrationLimit: num("migration-limit", true, 0) ?? 3,

@@ -175,6 +175,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_BUSY_SEQUENCES_FRAC",
     help: "a worker is busy once the requests it runs or holds reach this many times its sequences (default 1.0); later ones wait at the router, by priority",
   },
+  "priority-reserve": {
+    type: "number",
+    env: "ARMATURE_PRIORITY_RESERVE",
+    help: "share of each worker's sequences kept for requests of priority 0 or lower: deferred ones (above 0) wait once the rest are taken (default 0)",
+  },
   "migration-limit": {
     type: "integer",
     env: "ARMATURE_MIGRATION_LIMIT",

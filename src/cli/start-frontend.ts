@@ -95,6 +95,7 @@ export async function startFrontend(
     ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
     ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
     ...(options.busySequencesFrac !== undefined ? { activeSequencesFrac: options.busySequencesFrac } : {}),
+    ...(options.priorityReserve !== undefined ? { priorityReserve: options.priorityReserve } : {}),
     ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
   };
   // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo). Both

@@ -33,6 +33,15 @@ describe("armature trace", () => {
     }
   });
 
+  it("synth --priority-mix gives every request one of the classes", async () => {
+    const out = join(dir, "mix.jsonl");
+    await run(["synth", "--shape", "step", "--steps", "0:5", "--duration", "60", "--out", out, "--priority-mix", "0:0.2,10:0.8"]);
+    const trace = await loadTrace(out);
+    assert.ok(trace.length > 100);
+    assert.ok(trace.every((r) => r.priority === 0 || r.priority === 10));
+    assert.ok(trace.some((r) => r.priority === 0) && trace.some((r) => r.priority === 10));
+  });
+
   it("convert --from azure writes one line per CSV row", async () => {
     const csv = join(dir, "in.csv");
     const out = join(dir, "azure.jsonl");
@@ -57,6 +66,8 @@ describe("armature trace", () => {
       [[...sine, "--out", "x", "--seed", "abc"], /--seed must be a number, got 'abc'/],
       [[...sine, "--out", "x", "--multi-turn-share", "1"], /--multi-turn-share must be a number in \[0, 1\)/],
       [[...sine, "--out", "x", "--bogus", "1"], /'--bogus'/],
+      [[...sine, "--out", "x", "--priority-mix", "0:0.5,high:0.5"], /--priority-mix takes PRIORITY:SHARE/],
+      [[...sine, "--out", "x", "--priority-mix", "0:0.5,1:0.4"], /--priority-mix: the shares must sum to 1/],
       [["convert", "--from", "sharegpt", "a.csv", "--out", "x"], /--from takes azure/],
       [["convert", "--from", "azure", "--out", "x"], /one input file/],
       [["replay"], /takes synth or convert/],

@@ -5,6 +5,7 @@ import {
   convertAzureTrace,
   LOAD_SHAPE_KINDS,
   type LoadShape,
+  type PriorityShare,
   parseSteps,
   type SyntheticRequest,
   writeSyntheticTrace,
@@ -17,6 +18,7 @@ export const TRACE_USAGE = `usage: armature trace synth --shape sine --min-rate 
                             [content flags]
          content flags (defaults): [--seed N (1)] [--input-mean TOKENS (3000)] [--output-mean TOKENS (150)]
                             [--length-sigma X (0.5)] [--multi-turn-share P (0)] [--system-blocks N (0)] [--block-size B (512)]
+                            [--priority-mix PRIORITY:SHARE,… (none)]
        armature trace convert --from azure IN.csv --out FILE [--system-blocks N (0)] [--block-size B (512)]
 
 Both write Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids), as armature replay and bench read.
@@ -31,9 +33,20 @@ synth: arrivals are a Poisson process whose rate (requests/s, t in seconds) foll
   output, whose full blocks its hash ids repeat. The same --seed gives the same file.
 convert: Azure LLM inference CSVs (TIMESTAMP,ContextTokens,GeneratedTokens) carry no content, so every request
   gets hash ids of its own (no shared prefixes); --system-blocks N makes the first N full blocks of every prompt
-  a shared system prompt. Timestamps count ms from the earliest row.`;
+  a shared system prompt. Timestamps count ms from the earliest row.
+--priority-mix 0:0.3,10:0.7 gives 30% of requests priority 0 and 70% priority 10 (lower runs earlier), written as
+  each line's "priority"; armature replay queues by it and reports each class apart.`;
 
-const CONTENT_FLAGS = ["seed", "input-mean", "output-mean", "length-sigma", "multi-turn-share", "system-blocks", "block-size"];
+const CONTENT_FLAGS = [
+  "seed",
+  "input-mean",
+  "output-mean",
+  "length-sigma",
+  "multi-turn-share",
+  "system-blocks",
+  "block-size",
+  "priority-mix",
+];
 const SHAPE_FLAGS: Record<LoadShape["kind"], readonly string[]> = {
   sine: ["min-rate", "max-rate", "period"],
   step: ["steps"],
@@ -91,6 +104,7 @@ async function synth(argv: readonly string[], out: (t: string) => void): Promise
     multiTurnShare: number("multi-turn-share"),
     systemBlocks: number("system-blocks"),
     blockSize: number("block-size"),
+    priorityMix: values["priority-mix"] === undefined ? undefined : parsePriorityMix(values["priority-mix"]),
   });
   const continuing = requests.filter((r: SyntheticRequest) => r.parentIndex !== undefined).length;
   const rate = requests.length / required("duration");
@@ -118,6 +132,26 @@ function parse(argv: readonly string[], flags: readonly string[], allowPositiona
   } catch (cause) {
     throw new ArmatureError("CONFIG_INVALID", `${(cause as Error).message}\n${TRACE_USAGE}`, { cause });
   }
+}
+
+/** `0:0.3,10:0.7` → priority 0 for 30% of requests, 10 for 70%. */
+function parsePriorityMix(text: string): PriorityShare[] {
+  return text.split(",").map((part) => {
+    const [priority, share, ...rest] = part.split(":");
+    const p = Number(priority);
+    const s = Number(share);
+    if (
+      rest.length > 0 ||
+      priority?.trim() === "" ||
+      share === undefined ||
+      share.trim() === "" ||
+      !Number.isFinite(p) ||
+      !Number.isFinite(s)
+    ) {
+      throw usageError("--priority-mix", `--priority-mix takes PRIORITY:SHARE,… (e.g. 0:0.3,10:0.7), got '${part}'`);
+    }
+    return { priority: p, share: s };
+  });
 }
 
 function parseNumber(name: string, text: string | undefined): number | undefined {

@@ -126,6 +126,11 @@ export class AdmissionQueue {
     try {
       for (;;) {
         this.#insert(waiter);
+        // At the head with room to run (waiters behind it may need more room than it does): go.
+        if (this.#waiters[0] === waiter && canRun()) {
+          this.#waiters.shift();
+          return;
+        }
         await new Promise<void>((resolve, reject) => {
           settle = { resolve, reject };
         });

@@ -256,3 +256,39 @@ test("a worker running as many requests as its sequences is busy: later requests
     await runtime.close();
   }
 });
+
+test("with a priority reserve, deferred requests leave sequences free that an urgent request then takes at once", async () => {
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ blockSize: 4, kvBlocks: 1024, maxSequences: 4 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  // Half of the 4 sequences are kept for priority 0 and below: deferred requests may run 2.
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger, busy: { priorityReserve: 0.5 } });
+  const signal = new AbortController().signal;
+  try {
+    const deferred = [
+      await router.route({ ...request(20), requestId: "d1", priority: 5 }, { signal }),
+      await router.route({ ...request(20), requestId: "d2", priority: 5 }, { signal }),
+    ];
+    let thirdRouted = false;
+    const third = router.route({ ...request(1), requestId: "d3", priority: 5 }, { signal }).then((call) => {
+      thirdRouted = true;
+      return call;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(router.queuedRequests, 1, "the third deferred request waits: 2 of 4 sequences are reserved");
+    const urgent = await router.route({ ...request(1), requestId: "u1", priority: 0 }, { signal });
+    assert.equal(thirdRouted, false, "the urgent request went ahead of the waiting deferred one");
+    await drain(urgent.stream);
+    for (const call of deferred) await drain(call.stream);
+    await drain((await third).stream);
+  } finally {
+    router.close();
+    await worker.close(1000);
+    await runtime.close();
+  }
+});

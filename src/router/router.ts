@@ -32,6 +32,13 @@ export interface BusyThresholds {
    * than in the engine's own first-come queue. Default 1.0.
    */
   readonly activeSequencesFrac?: number;
+  /**
+   * The share of each worker's sequences kept for requests of priority 0 or more urgent: deferred
+   * requests (priority above 0, such as batch work) count a worker as busy once it runs
+   * (1 − this) of what the sequences threshold allows, so urgent arrivals find a free sequence.
+   * Default 0.
+   */
+  readonly priorityReserve?: number;
   /** Requests that may wait while every worker is busy; more get HTTP 503. Default 1024. */
   readonly queueSize?: number;
 }
@@ -81,6 +88,7 @@ export class Router {
   readonly #decodeThreshold: number;
   readonly #prefillFrac: number;
   readonly #sequencesFrac: number;
+  readonly #priorityReserve: number;
   readonly #lead = new FirstTokenLead();
   readonly #onShed: RouterOptions["onShed"];
   readonly #roles: ReadonlySet<WorkerRole>;
@@ -101,6 +109,7 @@ export class Router {
     this.#decodeThreshold = options.busy?.activeDecodeBlocks ?? 1;
     this.#prefillFrac = options.busy?.activePrefillTokensFrac ?? 10;
     this.#sequencesFrac = options.busy?.activeSequencesFrac ?? 1;
+    this.#priorityReserve = options.busy?.priorityReserve ?? 0;
     this.#onShed = options.onShed;
     this.#roles = new Set(options.roles ?? ["aggregated", "decode"]);
     this.#prefill = options.prefill;
@@ -134,8 +143,11 @@ export class Router {
     return queue;
   }
 
-  /** Whether a worker is over a busy threshold, from this router's bookings and its published load. */
-  isBusy(worker: WorkerView): boolean {
+  /**
+   * Whether a worker is over a busy threshold, from this router's bookings and its published load,
+   * for a request of `priority` (a deferred one, above 0, leaves the priority reserve free).
+   */
+  isBusy(worker: WorkerView, priority = 0): boolean {
     const booked = this.#load.of(worker.id);
     const blocks = Math.max(booked.decodeBlocks, worker.published?.activeKvBlocks ?? 0);
     const published = worker.published;
@@ -143,7 +155,7 @@ export class Router {
     return (
       blocks > this.#decodeThreshold * worker.card.totalKvBlocks ||
       booked.prefillTokens > this.#prefillFrac * worker.card.maxBatchedTokens ||
-      sequences >= this.#sequencesFrac * worker.card.maxSequences
+      sequences >= this.#sequencesFrac * worker.card.maxSequences * (priority > 0 ? 1 - this.#priorityReserve : 1)
     );
   }
 
@@ -180,7 +192,8 @@ export class Router {
   ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
     const eligible = (): WorkerView[] => this.eligibleWorkers(request.model).filter((w) => !excluded.has(w.id));
-    const free = (): boolean => eligible().some((w) => !this.isBusy(w));
+    const priority = request.priority ?? 0;
+    const free = (): boolean => eligible().some((w) => !this.isBusy(w, priority));
     let candidates = eligible();
     let admitted = options.admitted === true;
     const now = this.#runtime.clock.now();
@@ -238,7 +251,7 @@ export class Router {
           await this.#queueOf(request.model).admit(free, options.signal, ticket);
           admittedAt = this.#runtime.clock.now();
         }
-        idle = eligible().filter((w) => !this.isBusy(w));
+        idle = eligible().filter((w) => !this.isBusy(w, priority));
         // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
       } while (!admitted && idle.length === 0 && eligible().length > 0);
       // Admitted before its prefill, the request goes on even if its decode worker filled up since.

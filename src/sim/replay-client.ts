@@ -19,7 +19,8 @@ export interface FinishedReplayRequest {
 /**
  * Sends one request as the frontend does: routed by the router (admission queue, busy thresholds,
  * disaggregation), streamed through request migration, and timed from `clock.now()` at the call.
- * A refusal (every worker busy, queue full) counts as rejected; any other failure as not completed.
+ * A refusal (every worker busy and the queue full, or the request's deadline out of reach) counts
+ * as rejected; any other failure (the deadline passing on a worker among them) as not completed.
  */
 export async function sendRequest(
   router: Router,
@@ -57,7 +58,8 @@ async function follow(
   try {
     call = await router.route(request, { signal });
   } catch (error) {
-    if (isArmatureError(error) && error.code === "ROUTER_OVERLOADED") recorder.rejected++;
+    if (isArmatureError(error) && (error.code === "ROUTER_OVERLOADED" || error.code === "ROUTER_DEADLINE_UNREACHABLE"))
+      recorder.reject(request.priority);
     return;
   }
   running?.routed(call.workerId, call.prefillWorkerId);
@@ -76,6 +78,7 @@ async function follow(
         const itlMs = count > 1 ? (last - first) / (count - 1) : undefined;
         recorder.complete({
           requestId: request.requestId,
+          priority: request.priority,
           ttftMs: first - arrival,
           itlMs,
           promptTokens: item.promptTokens,

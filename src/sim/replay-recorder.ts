@@ -7,6 +7,26 @@ export interface ServiceLevel {
   readonly itlMs?: number | undefined;
 }
 
+/** What happened to one priority class of a replay's requests. */
+export interface PriorityClassResult {
+  readonly priority: number;
+  readonly requests: number;
+  readonly completed: number;
+  /** Refused or shed by the router (queue full, displaced by a more urgent request, deadline out of reach). */
+  readonly rejected: number;
+  readonly ttft_ms: Summary;
+  /** Share of the class's requests that completed within every SLO target. */
+  readonly slo_attainment: number;
+}
+
+interface ClassTally {
+  requests: number;
+  completed: number;
+  rejected: number;
+  readonly ttft: number[];
+  withinSlo: number;
+}
+
 /** What happened to the replayed requests: latencies, cache hits, output and goodput. */
 export class ReplayRecorder {
   readonly ttft: number[];
@@ -23,8 +43,10 @@ export class ReplayRecorder {
   /** Requests prefilled on a prefill worker, and those prefilled where they decoded. */
   remotePrefills = 0;
   localPrefills = 0;
-  /** Requests the router refused because every worker was busy and its queue was full (HTTP 503). */
+  /** Requests the router refused or shed: queue full, displaced, or deadline out of reach (HTTP 503). */
   rejected = 0;
+  /** The same counts per priority class (absent priority: 0). */
+  readonly #classes = new Map<number, ClassTally>();
   /** Prompt tokens each request took from each lower tier, until it completes. */
   readonly #tierHits = new Map<string, Readonly<TierCounts>>();
 
@@ -45,6 +67,7 @@ export class ReplayRecorder {
    */
   complete(r: {
     requestId?: string | undefined;
+    priority?: number | undefined;
     ttftMs: number;
     itlMs: number | undefined;
     promptTokens: number;
@@ -65,7 +88,48 @@ export class ReplayRecorder {
     if (r.itlMs !== undefined) this.#itl.push(r.itlMs);
     const ttftOk = this.#slo.ttftMs === undefined || r.ttftMs <= this.#slo.ttftMs;
     const itlOk = this.#slo.itlMs === undefined || r.itlMs === undefined || r.itlMs <= this.#slo.itlMs;
-    if (ttftOk && itlOk) this.#withinSlo++;
+    const tally = this.#class(r.priority);
+    tally.completed++;
+    tally.ttft.push(r.ttftMs);
+    if (ttftOk && itlOk) {
+      this.#withinSlo++;
+      tally.withinSlo++;
+    }
+  }
+
+  /** A request of `priority` arrived. */
+  arrive(priority: number | undefined): void {
+    this.#class(priority).requests++;
+  }
+
+  /** The router refused or shed a request of `priority`. */
+  reject(priority: number | undefined): void {
+    this.rejected++;
+    this.#class(priority).rejected++;
+  }
+
+  /** Each priority class that arrived, most urgent first. */
+  get classes(): PriorityClassResult[] {
+    return [...this.#classes.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([priority, t]) => ({
+        priority,
+        requests: t.requests,
+        completed: t.completed,
+        rejected: t.rejected,
+        ttft_ms: summarize(t.ttft),
+        slo_attainment: t.requests === 0 ? 0 : t.withinSlo / t.requests,
+      }));
+  }
+
+  #class(priority: number | undefined): ClassTally {
+    const key = priority ?? 0;
+    let tally = this.#classes.get(key);
+    if (!tally) {
+      tally = { requests: 0, completed: 0, rejected: 0, ttft: [], withinSlo: 0 };
+      this.#classes.set(key, tally);
+    }
+    return tally;
   }
 
   get hitRate(): number {

@@ -150,3 +150,43 @@ test("the TTFT chart draws one curve and one legend entry per policy", () => {
   assert.equal(svg.match(/<polyline /g)?.length, 2);
   assert.match(svg, /round-robin &lt;rr&gt;/);
 });
+
+test("under overload the urgent class waits less than the deferred one, which holds every refusal; deadlines shed at the router", async () => {
+  // 400 requests at 50 per second on one worker that may run 3 sequences: far past what it serves.
+  const trace: TraceRequest[] = Array.from({ length: 400 }, (_, i) => ({
+    timestamp: i * 20,
+    inputLength: 600,
+    outputLength: 40,
+    hashIds: [i * 2, i * 2 + 1],
+    priority: i % 4 === 0 ? 0 : 10,
+  }));
+  const options = {
+    trace,
+    policy: "kv",
+    workers: 1,
+    blockSize: 16,
+    traceBlockSize: 512,
+    busy: { activeSequencesFrac: 3 / 256, queueSize: 64 },
+  } as const;
+  const result = await replay(options);
+  const [urgent, deferred] = result.by_priority ?? [];
+  assert.ok(urgent && deferred, "one row per class");
+  assert.deepEqual([urgent.priority, urgent.requests, deferred.priority, deferred.requests], [0, 100, 10, 300]);
+  assert.equal(urgent.rejected, 0, "the full queue gives deferred requests' places to urgent ones");
+  assert.ok(deferred.rejected > 0, "the overload sheds deferred requests");
+  assert.equal(result.rejected, deferred.rejected);
+  assert.ok(
+    urgent.ttft_ms.p99 < deferred.ttft_ms.p50,
+    `urgent p99 ${urgent.ttft_ms.p99} ms, deferred p50 ${deferred.ttft_ms.p50} ms`,
+  );
+  // The same overload with a 2 s deadline on every request: those whose deadline passes while they
+  // wait are shed at the router (rejected), not cut off at the worker.
+  const withDeadlines = await replay({ ...options, trace: trace.map((r) => ({ ...r, deadlineMs: 2000 })) });
+  assert.ok(withDeadlines.rejected > result.rejected, `${withDeadlines.rejected} vs ${result.rejected}`);
+  assert.equal(withDeadlines.completed + withDeadlines.rejected, 400, "every request either completed or was shed");
+});
+
+test("a trace of one class reports no classes", async () => {
+  const result = await replay({ trace: conversationTrace(), policy: "kv", workers: 2, blockSize: 16, traceBlockSize: 64 });
+  assert.equal(result.by_priority, undefined);
+});

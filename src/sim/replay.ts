@@ -9,7 +9,7 @@ import { DelayedEventPlane } from "./delayed-event-plane.js";
 import type { Summary } from "./latency-stats.js";
 import { type FinishedReplayRequest, sendRequest } from "./replay-client.js";
 import { MockerFleet, type ReplayFleet } from "./replay-fleet.js";
-import { ReplayRecorder, type ServiceLevel } from "./replay-recorder.js";
+import { type PriorityClassResult, ReplayRecorder, type ServiceLevel } from "./replay-recorder.js";
 import { type ReplayPolicy, startReplayRouting } from "./replay-routing.js";
 import { synthesizeTokens, type TraceRequest } from "./trace.js";
 import { runClockUntil } from "./virtual-time.js";
@@ -104,7 +104,10 @@ export interface ReplayResult {
   readonly deployment: string;
   readonly requests: number;
   readonly completed: number;
-  /** Requests the router refused (every worker busy and its queue full: HTTP 503 in `armature serve`). */
+  /**
+   * Requests the router refused or shed (every worker busy and its queue full, or their deadline out
+   * of reach: HTTP 503 in `armature serve`).
+   */
   readonly rejected: number;
   /** Prompt tokens served from a worker's prefix cache (device or lower tiers) / all prompt tokens. */
   readonly hit_rate: number;
@@ -121,6 +124,8 @@ export interface ReplayResult {
   readonly goodput_req_s: number;
   /** Share of the trace's requests that completed within every SLO target (refused ones missed). */
   readonly slo_attainment: number;
+  /** Each priority class apart, most urgent first; only when the trace has more than one. */
+  readonly by_priority?: readonly PriorityClassResult[];
   /** Disaggregated: requests prefilled on the decode worker (conditional disaggregation, or a failed prefill). */
   readonly local_prefills?: number;
   /** Simulated time from the start to the end of the last request. */
@@ -190,6 +195,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     lastProgress = clock.now();
   };
   const serve = async (request: TraceRequest, index: number): Promise<void> => {
+    recorder.arrive(request.priority);
     const generate: GenerateRequest = {
       type: "generate-request",
       requestId: String(index),
@@ -197,6 +203,8 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       tokenIds: synthesizeTokens(request, traceBlockSize, 32000, index),
       sampling: { temperature: 0 },
       maxTokens: request.outputLength,
+      ...(request.priority === undefined ? {} : { priority: request.priority }),
+      ...(request.deadlineMs === undefined ? {} : { timeoutMs: request.deadlineMs }),
     };
     try {
       await sendRequest(routing.router, generate, clock, recorder, {
@@ -260,6 +268,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     throughput_tok_s: simSeconds === 0 ? 0 : recorder.outputTokens / simSeconds,
     goodput_req_s: simSeconds === 0 ? 0 : recorder.withinSlo / simSeconds,
     slo_attainment: total === 0 ? 0 : recorder.withinSlo / total,
+    ...(recorder.classes.length > 1 ? { by_priority: recorder.classes } : {}),
     ...(disaggregated ? { local_prefills: recorder.localPrefills } : {}),
     sim_seconds: simSeconds,
     wall_seconds: (performance.now() - started) / 1000,

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { ArmatureError } from "../protocol/index.js";
+import { ArmatureError, PRIORITY_LIMIT } from "../protocol/index.js";
 
 /** One request of a Mooncake-format trace. */
 export interface TraceRequest {
@@ -9,9 +9,16 @@ export interface TraceRequest {
   readonly outputLength: number;
   /** Ids of the prompt's blocks of `traceBlockSize` tokens; equal ids mean equal tokens. */
   readonly hashIds: readonly number[];
+  /** armature's extension: where the request waits among others (lower runs earlier). Absent: 0. */
+  readonly priority?: number | undefined;
+  /** armature's extension: ms from arrival by which the request must have finished. Absent: none. */
+  readonly deadlineMs?: number | undefined;
 }
 
-/** Reads a Mooncake JSONL trace (`timestamp`, `input_length`, `output_length`, `hash_ids`). */
+/**
+ * Reads a Mooncake JSONL trace (`timestamp`, `input_length`, `output_length`, `hash_ids`), with
+ * armature's optional `priority` (an integer, lower runs earlier) and `deadline_ms` (ms from arrival).
+ */
 export async function loadTrace(path: string): Promise<TraceRequest[]> {
   const text = await readFile(path, "utf8");
   const out: TraceRequest[] = [];
@@ -36,11 +43,20 @@ export async function loadTrace(path: string): Promise<TraceRequest[]> {
         `${path}:${index + 1}: a Mooncake trace row needs timestamp (ms), input_length, output_length and hash_ids`,
       );
     }
+    const { priority, deadline_ms } = row;
+    if (priority !== undefined && (!Number.isInteger(priority) || Math.abs(priority as number) > PRIORITY_LIMIT)) {
+      throw new ArmatureError("REQUEST_INVALID", `${path}:${index + 1}: priority must be an integer within ±${PRIORITY_LIMIT}`);
+    }
+    if (deadline_ms !== undefined && !(typeof deadline_ms === "number" && deadline_ms > 0 && Number.isFinite(deadline_ms))) {
+      throw new ArmatureError("REQUEST_INVALID", `${path}:${index + 1}: deadline_ms must be a number of ms above 0`);
+    }
     out.push({
       timestamp,
       inputLength: input_length as number,
       outputLength: Math.max(1, output_length as number),
       hashIds: hash_ids as number[],
+      ...(priority === undefined ? {} : { priority: priority as number }),
+      ...(deadline_ms === undefined ? {} : { deadlineMs: deadline_ms }),
     });
   });
   return out.sort((a, b) => a.timestamp - b.timestamp);

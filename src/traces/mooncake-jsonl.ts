@@ -5,7 +5,8 @@ export const MOONCAKE_BLOCK_SIZE = 512;
 
 /**
  * One request as a Mooncake trace line, without the newline: compact JSON with the keys in Mooncake's
- * order, `{"timestamp":…,"input_length":…,"output_length":…,"hash_ids":[…]}`, as `loadTrace` reads it.
+ * order, `{"timestamp":…,"input_length":…,"output_length":…,"hash_ids":[…]}`, then armature's
+ * `priority` and `deadline_ms` where the request has them, as `loadTrace` reads it.
  */
 export function formatMooncakeLine(request: TraceRequest): string {
   return JSON.stringify({
@@ -13,6 +14,8 @@ export function formatMooncakeLine(request: TraceRequest): string {
     input_length: request.inputLength,
     output_length: request.outputLength,
     hash_ids: request.hashIds,
+    ...(request.priority === undefined ? {} : { priority: request.priority }),
+    ...(request.deadlineMs === undefined ? {} : { deadline_ms: request.deadlineMs }),
   });
 }
 

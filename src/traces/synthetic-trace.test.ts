@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -166,6 +166,59 @@ describe("generateSyntheticTrace", () => {
   });
 });
 
+describe("priority mix", () => {
+  it("gives each class its share of requests, keeps arrivals and content, and round-trips through the file", async () => {
+    const plain = generateSyntheticTrace({ shape: sine, durationSeconds: 600 });
+    const mixed = generateSyntheticTrace({
+      shape: sine,
+      durationSeconds: 600,
+      priorityMix: [
+        { priority: 0, share: 0.25 },
+        { priority: 10, share: 0.75 },
+      ],
+    });
+    assert.equal(mixed.length, plain.length);
+    assert.ok(mixed.length > 3000);
+    const urgent = mixed.filter((r) => r.priority === 0).length;
+    assert.equal(urgent + mixed.filter((r) => r.priority === 10).length, mixed.length, "every request has one of the classes");
+    // Binomial(n, 0.25): within 4 standard deviations.
+    const sd = Math.sqrt(mixed.length * 0.25 * 0.75);
+    assert.ok(Math.abs(urgent - mixed.length * 0.25) < 4 * sd, `${urgent} of ${mixed.length} urgent`);
+    mixed.forEach((r, i) => {
+      const { priority: _, ...rest } = r;
+      assert.deepEqual(rest, plain[i], "the mix changes nothing else");
+    });
+    const dir = await mkdtemp(join(tmpdir(), "armature-priority-mix-"));
+    try {
+      const path = join(dir, "mix.jsonl");
+      await writeSyntheticTrace(path, { shape: sine, durationSeconds: 60, priorityMix: [{ priority: -1, share: 1 }] });
+      const loaded = await loadTrace(path);
+      assert.ok(loaded.length > 0 && loaded.every((r) => r.priority === -1));
+      assert.match(await readFile(path, "utf8"), /"hash_ids":\[[0-9,]*\],"priority":-1\}/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("loadTrace reads priority and deadline_ms, and refuses malformed ones naming the line", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "armature-trace-fields-"));
+    try {
+      const path = join(dir, "t.jsonl");
+      const row = '{"timestamp":0,"input_length":10,"output_length":2,"hash_ids":[1]';
+      await writeFile(path, `${row},"priority":3,"deadline_ms":1500}\n${row}}\n`);
+      const [first, second] = await loadTrace(path);
+      assert.deepEqual([first?.priority, first?.deadlineMs], [3, 1500]);
+      assert.deepEqual([second?.priority, second?.deadlineMs], [undefined, undefined]);
+      for (const bad of ['"priority":1.5', '"priority":"high"', '"deadline_ms":0', '"deadline_ms":"soon"']) {
+        await writeFile(path, `${row}}\n${row},${bad}}\n`);
+        await assert.rejects(loadTrace(path), /t\.jsonl:2: (priority|deadline_ms) must be/, bad);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("compileSyntheticTraceOptions", () => {
   it("fills in the documented defaults", () => {
     assert.deepEqual(compileSyntheticTraceOptions({ shape: sine, durationSeconds: 60 }), {
@@ -178,6 +231,7 @@ describe("compileSyntheticTraceOptions", () => {
       multiTurnShare: 0,
       systemBlocks: 0,
       blockSize: 512,
+      priorityMix: [],
     });
   });
 
@@ -190,6 +244,17 @@ describe("compileSyntheticTraceOptions", () => {
       [{ multiTurnShare: 1 }, "--multi-turn-share"],
       [{ systemBlocks: 1.5 }, "--system-blocks"],
       [{ blockSize: 0 }, "--block-size"],
+      [{ priorityMix: [{ priority: 0, share: 0.5 }] }, "--priority-mix"],
+      [
+        {
+          priorityMix: [
+            { priority: 0, share: 0.5 },
+            { priority: 0, share: 0.5 },
+          ],
+        },
+        "--priority-mix",
+      ],
+      [{ priorityMix: [{ priority: 0.5, share: 1 }] }, "--priority-mix"],
       [{ shape: { kind: "sine", minRps: 3, maxRps: 1, periodSeconds: 10 } }, "--min-rate"],
     ];
     for (const [options, flag] of cases) {

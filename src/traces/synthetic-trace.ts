@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { SeededRandom } from "../engines/index.js";
-import { ArmatureError } from "../protocol/index.js";
+import { ArmatureError, PRIORITY_LIMIT } from "../protocol/index.js";
 import type { TraceRequest } from "../sim/index.js";
 import { type LoadShape, poissonArrivals, validateLoadShape } from "./load-shape.js";
 import { blockCount, formatMooncakeTrace, MOONCAKE_BLOCK_SIZE } from "./mooncake-jsonl.js";
@@ -31,6 +31,17 @@ export interface SyntheticTraceOptions {
   readonly systemBlocks?: number;
   /** [--block-size] Tokens per hash id. Default 512, Mooncake's. */
   readonly blockSize?: number;
+  /**
+   * [--priority-mix] Priority classes and the share of requests in each (shares sum to 1), drawn per
+   * request; each request then carries its `priority`. Default none: no request carries one.
+   */
+  readonly priorityMix?: readonly PriorityShare[] | undefined;
+}
+
+/** One priority class of a synthetic trace: its `priority` (lower runs earlier) and share of requests. */
+export interface PriorityShare {
+  readonly priority: number;
+  readonly share: number;
 }
 
 /** `SyntheticTraceOptions` checked, every default filled in. */
@@ -44,6 +55,7 @@ export interface CompiledSyntheticTraceOptions {
   readonly multiTurnShare: number;
   readonly systemBlocks: number;
   readonly blockSize: number;
+  readonly priorityMix: readonly PriorityShare[];
 }
 
 /** A generated request, with the request whose conversation it continues. */
@@ -68,6 +80,7 @@ export function compileSyntheticTraceOptions(options: SyntheticTraceOptions): Co
     multiTurnShare: options.multiTurnShare ?? 0,
     systemBlocks: options.systemBlocks ?? 0,
     blockSize: options.blockSize ?? MOONCAKE_BLOCK_SIZE,
+    priorityMix: options.priorityMix ?? [],
   };
   check("--duration", compiled.durationSeconds, (v) => Number.isFinite(v) && v > 0, "a number of seconds above 0");
   check("--seed", compiled.seed, (v) => Number.isInteger(v) && v >= 0 && v < 2 ** 32, "an integer from 0 to 4294967295");
@@ -77,6 +90,7 @@ export function compileSyntheticTraceOptions(options: SyntheticTraceOptions): Co
   check("--multi-turn-share", compiled.multiTurnShare, (v) => v >= 0 && v < 1, "a number in [0, 1)");
   check("--system-blocks", compiled.systemBlocks, (v) => Number.isInteger(v) && v >= 0, "a whole number ≥ 0");
   check("--block-size", compiled.blockSize, (v) => Number.isInteger(v) && v >= 1, "a whole number ≥ 1");
+  checkPriorityMix(compiled.priorityMix);
   return compiled;
 }
 
@@ -94,14 +108,17 @@ export function compileSyntheticTraceOptions(options: SyntheticTraceOptions): Co
  * therefore shared entirely. Every request opens with `systemBlocks` shared ids (0 … n−1), counted in
  * its input length. New ids count up from `systemBlocks` in order of arrival.
  *
- * Arrivals and content come from two generators seeded from `seed`, so the same seed gives the same
- * arrivals whatever the content options.
+ * Priorities: each request's class is drawn with the classes' shares (`priorityMix`).
+ *
+ * Arrivals, content and priorities come from three generators seeded from `seed`, so the same seed
+ * gives the same arrivals whatever the content options, and the same content whatever the mix.
  * @throws ArmatureError CONFIG_INVALID as `compileSyntheticTraceOptions` does.
  */
 export function generateSyntheticTrace(options: SyntheticTraceOptions): SyntheticRequest[] {
   const o = compileSyntheticTraceOptions(options);
   const arrivals = poissonArrivals(o.shape, o.durationSeconds, new SeededRandom(o.seed));
   const random = new SeededRandom(Math.imul(o.seed ^ 0x9e3779b9, 0x85ebca6b) >>> 0);
+  const classes = new SeededRandom(Math.imul(o.seed ^ 0x7f4a7c15, 0xc2b2ae35) >>> 0);
   const systemIds = Array.from({ length: o.systemBlocks }, (_, i) => i);
   let nextId = o.systemBlocks;
   const newIds = (count: number): number[] => Array.from({ length: count }, () => nextId++);
@@ -127,7 +144,15 @@ export function generateSyntheticTrace(options: SyntheticTraceOptions): Syntheti
       hashIds = [...shared, ...newIds(blockCount(inputLength, o.blockSize) - shared.length)];
       openConversations[slot] = index;
     }
-    requests.push({ timestamp: Math.floor(arrival * 1000), inputLength, outputLength, hashIds, parentIndex });
+    const priority = o.priorityMix.length > 0 ? drawPriority(o.priorityMix, classes.next()) : undefined;
+    requests.push({
+      timestamp: Math.floor(arrival * 1000),
+      inputLength,
+      outputLength,
+      hashIds,
+      parentIndex,
+      ...(priority === undefined ? {} : { priority }),
+    });
   }
   return requests;
 }
@@ -148,4 +173,32 @@ function lognormalLength(random: SeededRandom, mean: number, sigma: number): num
 
 function check(flag: string, value: number, ok: (v: number) => boolean, what: string): void {
   if (!ok(value)) throw new ArmatureError("CONFIG_INVALID", `${flag} must be ${what}, got ${value}`, { param: flag });
+}
+
+/** The class `u` (uniform in [0, 1)) falls in, the classes laid end to end by share. */
+function drawPriority(mix: readonly PriorityShare[], u: number): number {
+  let edge = 0;
+  for (const entry of mix) {
+    edge += entry.share;
+    if (u < edge) return entry.priority;
+  }
+  return (mix.at(-1) as PriorityShare).priority;
+}
+
+function checkPriorityMix(mix: readonly PriorityShare[]): void {
+  if (mix.length === 0) return;
+  const seen = new Set<number>();
+  for (const { priority, share } of mix) {
+    if (!Number.isInteger(priority) || Math.abs(priority) > PRIORITY_LIMIT)
+      throw mixError(`priority ${priority} must be an integer within ±${PRIORITY_LIMIT}`);
+    if (!(share > 0 && share <= 1)) throw mixError(`the share of priority ${priority} must be in (0, 1], got ${share}`);
+    if (seen.has(priority)) throw mixError(`priority ${priority} is given twice`);
+    seen.add(priority);
+  }
+  const total = mix.reduce((sum, entry) => sum + entry.share, 0);
+  if (Math.abs(total - 1) > 1e-9) throw mixError(`the shares must sum to 1, they sum to ${total}`);
+}
+
+function mixError(problem: string): ArmatureError {
+  return new ArmatureError("CONFIG_INVALID", `--priority-mix: ${problem}`, { param: "--priority-mix" });
 }
