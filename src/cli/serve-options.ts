@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { GpuChoice, KvCacheType } from "../engines/index.js";
-import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
+import { defaultCacheDir, type GpuChoice, type KvCacheType } from "../engines/index.js";
+import type { BatchOptions, ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
@@ -20,6 +21,8 @@ export interface ServeOptions {
   readonly grpcPort: number | undefined;
   /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
   readonly maxBodyBytes: number;
+  /** The Files and Batch APIs (`--batch-dir`, `--batch-concurrency`, `--batch-max-file-bytes`); undefined: off. */
+  readonly batches: BatchOptions | undefined;
   /** Prefill workers: exported KV held for decode workers at once (count, bytes, free space kept). */
   readonly maxKvExports: number | undefined;
   readonly maxKvExportBytes: number | undefined;
@@ -247,6 +250,14 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     grpcPort: ((port) => (port === 0 ? undefined : port))(num("grpc-port", true, 0) ?? 0),
     metricsPort: ((port) => (port === 0 ? undefined : port))(num("metrics-port", true, 0) ?? 0),
     maxBodyBytes: num("max-body-bytes", true, 1024) ?? 8 * 1024 * 1024,
+    batches: ((dir) =>
+      dir === "off"
+        ? undefined
+        : {
+            dir: dir === undefined || dir === "" ? join(defaultCacheDir(), "batches") : dir,
+            concurrency: num("batch-concurrency", true, 1) ?? 4,
+            maxFileBytes: num("batch-max-file-bytes", true, 1) ?? 100 * 1024 * 1024,
+          })(str("batch-dir")),
     maxKvExports: num("max-kv-exports", true, 1),
     maxKvExportBytes: num("max-kv-export-bytes", true, 1),
     minSharedFreeBytes: num("min-shared-free-bytes", true, 0),

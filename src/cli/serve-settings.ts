@@ -42,6 +42,21 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_GRPC_PORT",
     help: "serve KServe v2 gRPC (inference.GRPCInferenceService) on this port too (default 0: off)",
   },
+  "batch-dir": {
+    type: "string",
+    env: "ARMATURE_BATCH_DIR",
+    help: "frontend: where the Files and Batch APIs keep files and batches across restarts (default ~/.cache/armature/batches; off turns both APIs off)",
+  },
+  "batch-concurrency": {
+    type: "integer",
+    env: "ARMATURE_BATCH_CONCURRENCY",
+    help: "frontend: batch requests in flight at once, at the lowest priority (default 4)",
+  },
+  "batch-max-file-bytes": {
+    type: "integer",
+    env: "ARMATURE_BATCH_MAX_FILE_BYTES",
+    help: "frontend: largest file POST /v1/files takes; larger ones get 413 (default 104857600, 100 MiB)",
+  },
   "max-body-bytes": {
     type: "integer",
     env: "ARMATURE_MAX_BODY_BYTES",

@@ -156,6 +156,7 @@ export async function startFrontend(
       grpcPort: options.grpcPort,
       migrationLimit: options.migrationLimit,
       bodyLimitBytes: options.maxBodyBytes,
+      batches: options.batches,
       requestTimeoutMs: options.requestTimeoutMs,
       toolCallParser: options.toolCallParser,
       reasoningParser: options.reasoningParser,

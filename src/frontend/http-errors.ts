@@ -22,6 +22,7 @@ const mapping: Record<ErrorCode, { status: number; type: string; code: string | 
   PROMPT_TOO_LONG: { status: 400, type: "invalid_request_error", code: "context_length_exceeded", errorType: "validation" },
   NOT_SUPPORTED: { status: 400, type: "invalid_request_error", code: "unsupported_parameter", errorType: "not_implemented" },
   MODEL_NOT_FOUND: { status: 404, type: "invalid_request_error", code: "model_not_found", errorType: "not_found" },
+  RESOURCE_NOT_FOUND: { status: 404, type: "invalid_request_error", code: null, errorType: "not_found" },
   ROUTER_WORKER_NOT_FOUND: { status: 400, type: "invalid_request_error", code: "worker_not_found", errorType: "validation" },
   ROUTER_OVERLOADED: { status: 503, type: "service_unavailable", code: "overloaded", errorType: "overload" },
   ROUTER_DEADLINE_UNREACHABLE: {

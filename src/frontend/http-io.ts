@@ -1,16 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ArmatureError } from "../protocol/index.js";
 
-/** Reads and parses a JSON body of at most `limitBytes`. */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+/**
+ * Reads a body of at most `limitBytes`; a larger one is `BODY_TOO_LARGE` naming `limitFlag`, the
+ * flag that sets the limit.
+ */
+export async function readBody(req: IncomingMessage, limitBytes: number, limitFlag = "--max-body-bytes"): Promise<Buffer> {
   const tooLarge = (): ArmatureError =>
     new ArmatureError(
       "BODY_TOO_LARGE",
-      `the request body is larger than this server's limit of ${limitBytes} bytes (its operator sets it with --max-body-bytes)`,
+      `the request body is larger than this server's limit of ${limitBytes} bytes (its operator sets it with ${limitFlag})`,
     );
   // A declared length over the limit is refused before a byte is read.
   if (Number(req.headers["content-length"] ?? 0) > limitBytes) throw tooLarge();
-  const text = await new Promise<string>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     // Not `for await`: leaving it early destroys the request, and the client, still sending, would
@@ -25,9 +28,14 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
       chunks.push(chunk);
     };
     req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.once("end", () => resolve(Buffer.concat(chunks)));
     req.once("error", reject);
   });
+}
+
+/** Reads and parses a JSON body of at most `limitBytes`. */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  const text = (await readBody(req, limitBytes)).toString("utf8");
   if (text.trim() === "") throw new ArmatureError("REQUEST_INVALID", "request body is empty; send a JSON object");
   try {
     return JSON.parse(text);

@@ -15,8 +15,12 @@ import { ArmatureError } from "../protocol/index.js";
 import type { KvIndexer, Router } from "../router/index.js";
 import type { InvalidMessages } from "../runtime/index.js";
 import { type AccessControl, sendAccessDenial } from "./access/index.js";
+import { BatchLoopback } from "./batches/batch-loopback.js";
+import { handleBatchRoute, isBatchPath } from "./batches/batch-routes.js";
+import { BatchRunner } from "./batches/batch-runner.js";
+import { BatchStore } from "./batches/batch-store.js";
 import { answerClientError } from "./client-errors.js";
-import { Dashboard } from "./dashboard/index.js";
+import { Dashboard, type FleetBatch } from "./dashboard/index.js";
 import { type FinishedRequestTimings, FrontendMetrics, type RunningRequestListener } from "./frontend-metrics.js";
 import { toHttpError } from "./http-errors.js";
 import { sendJson } from "./http-io.js";
@@ -71,6 +75,17 @@ export interface FrontendOptions {
   readonly toolCallParser?: ToolCallParserName | undefined;
   /** `--reasoning-parser`: splits chat answers' `<think>` text into `reasoning_content`. Default: none. */
   readonly reasoningParser?: ReasoningParserName | undefined;
+  /**
+   * The Files and Batch APIs: where their state lives (`--batch-dir`), how many batch requests run
+   * at once (`--batch-concurrency`) and the largest upload (`--batch-max-file-bytes`). Absent: off.
+   */
+  readonly batches?: BatchOptions | undefined;
+}
+
+export interface BatchOptions {
+  readonly dir: string;
+  readonly concurrency: number;
+  readonly maxFileBytes: number;
 }
 
 /** HTTPS credentials as PEM text; where they come from (files, a secret store) is the caller's business. */
@@ -103,6 +118,7 @@ export class Frontend {
   readonly #startedAt = Date.now();
   #grpc: KserveGrpcServer | undefined;
   readonly #dashboard: Dashboard;
+  #batches: { store: BatchStore; runner: BatchRunner; loopback: BatchLoopback } | undefined;
 
   private constructor(options: FrontendOptions) {
     this.#o = options;
@@ -119,18 +135,22 @@ export class Frontend {
       options.onRequestStarted,
     );
     this.#pipelines = new ModelPipelines(options.router.workers);
-    const handle = (req: IncomingMessage, res: ServerResponse): void => {
-      const handling = this.#dispatch(req, res).catch((error: unknown) => {
-        this.#log.error({ err: error }, "unhandled error in request handler");
-        if (!res.headersSent) sendJson(res, 500, toHttpError(error).body);
-        else res.destroy();
-      });
-      this.#inflight.add(handling);
-      void handling.finally(() => this.#inflight.delete(handling));
-    };
-    this.#server = options.tls ? createTlsServer(options.tls, handle, this.#log) : createServer(handle);
+    this.#server = options.tls
+      ? createTlsServer(options.tls, (req, res) => this.#handle(req, res), this.#log)
+      : createServer((req, res) => this.#handle(req, res));
     this.#server.keepAliveTimeout = 65_000;
     this.#server.on("clientError", answerClientError);
+  }
+
+  /** Serves one request; `batch` when it comes from the batch runner, for the batch's owner. */
+  #handle(req: IncomingMessage, res: ServerResponse, batch?: { owner: string | null }): void {
+    const handling = this.#dispatch(req, res, batch).catch((error: unknown) => {
+      this.#log.error({ err: error }, "unhandled error in request handler");
+      if (!res.headersSent) sendJson(res, 500, toHttpError(error).body);
+      else res.destroy();
+    });
+    this.#inflight.add(handling);
+    void handling.finally(() => this.#inflight.delete(handling));
   }
 
   /** Starts listening; resolves with the frontend once the port is bound. */
@@ -151,6 +171,14 @@ export class Frontend {
         resolve();
       });
     });
+    if (options.batches) {
+      try {
+        await frontend.#startBatches(options.batches);
+      } catch (error) {
+        await frontend.close(0);
+        throw error;
+      }
+    }
     if (options.grpcPort !== undefined) {
       try {
         frontend.#grpc = await KserveGrpcServer.create({
@@ -205,7 +233,7 @@ export class Frontend {
     return this.#inflight.size;
   }
 
-  async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #dispatch(req: IncomingMessage, res: ServerResponse, batch?: { owner: string | null }): Promise<void> {
     const incoming = req.headers["x-request-id"];
     const requestId = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     const headers = { "x-request-id": requestId };
@@ -214,7 +242,7 @@ export class Frontend {
     const trace = new RequestTrace(this.#o.tracing ?? noTracing, traceContextFromHeaders(req.headers));
     res.setHeader("x-armature-trace-id", trace.traceId);
     if (this.#o.instanceId) res.setHeader("x-armature-frontend", this.#o.instanceId);
-    const access = this.#o.access?.check(req, res, path);
+    const access = batch ? this.#o.access?.grantByName(batch.owner ?? "", res) : this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
       if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
       if (isKservePath(path)) return sendKserveDenial(req, res, access.denial, headers);
@@ -235,6 +263,23 @@ export class Frontend {
       reasoningParser: this.#o.reasoningParser,
     };
     if (req.method === "GET" && Dashboard.servesPath(path)) return this.#dashboard.serveFile(res, path, headers);
+    if (isBatchPath(path) && !batch) {
+      if (!this.#batches) {
+        req.resume();
+        const off = new ArmatureError(
+          "RESOURCE_NOT_FOUND",
+          `the Files and Batch APIs are off on this frontend (--batch-dir off)`,
+        );
+        return sendJson(res, 404, toHttpError(off).body, headers);
+      }
+      return handleBatchRoute(req, res, path, headers, {
+        store: this.#batches.store,
+        runner: this.#batches.runner,
+        maxFileBytes: this.#o.batches?.maxFileBytes ?? 0,
+        bodyLimitBytes: deps.bodyLimitBytes,
+        owner: grant?.keyName ?? null,
+      });
+    }
     if (isKservePath(path)) return handleKserveRest(req, res, path, requestId, deps);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
       const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
@@ -286,6 +331,7 @@ export class Frontend {
             router: this.#o.router,
             kvIndexer: this.#o.kvIndexer,
             plannerState: this.#o.plannerState,
+            batches: this.#batches ? () => this.#recentBatches(grant?.keyName ?? null) : undefined,
             startedAt: this.#startedAt,
             requestsInFlight: this.#inflight.size,
           },
@@ -327,6 +373,29 @@ export class Frontend {
     }
   }
 
+  /** The owner's 10 newest batches, for the dashboard. */
+  async #recentBatches(owner: string | null): Promise<FleetBatch[]> {
+    const stored = (await this.#batches?.store.listBatches()) ?? [];
+    return stored
+      .filter((b) => b.owner === owner)
+      .slice(0, 10)
+      .map(({ batch }) => ({
+        id: batch.id,
+        status: batch.status,
+        endpoint: batch.endpoint,
+        createdAt: batch.created_at,
+        ...batch.request_counts,
+      }));
+  }
+
+  async #startBatches(options: BatchOptions): Promise<void> {
+    const store = await BatchStore.open(options.dir);
+    const loopback = await BatchLoopback.start((req, res, owner) => this.#handle(req, res, { owner }));
+    const runner = new BatchRunner({ store, send: loopback.send, concurrency: options.concurrency, logger: this.#log });
+    this.#batches = { store, runner, loopback };
+    await runner.start();
+  }
+
   /** The KServe gRPC port, when `grpcPort` was given. */
   get grpcPort(): number | undefined {
     return this.#grpc?.port;
@@ -350,6 +419,9 @@ export class Frontend {
    * then closes the rest.
    */
   async close(graceMs = 30_000): Promise<void> {
+    // Batch requests in flight are cut off first: their batches resume at the next start.
+    await this.#batches?.runner.close();
+    await this.#batches?.loopback.close();
     const grpcClosed = this.#grpc?.close(graceMs);
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#server.closeIdleConnections();

@@ -2,6 +2,8 @@
 export type ErrorCode =
   | "REQUEST_INVALID"
   | "MODEL_NOT_FOUND"
+  /** A stored object (a file, a batch) that does not exist, or not for this API key. */
+  | "RESOURCE_NOT_FOUND"
   | "PROMPT_TOO_LONG"
   | "ROUTER_NO_WORKER"
   | "ROUTER_WORKER_NOT_FOUND"

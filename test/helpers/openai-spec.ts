@@ -4,6 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 
 const SPEC = fileURLToPath(new URL("../fixtures/openai/openai-inference-subset.openapi.json", import.meta.url));
+const BATCH_SPEC = fileURLToPath(new URL("../fixtures/openai/openai-batch-subset.openapi.json", import.meta.url));
 
 /** OpenAPI 3.0's `nullable: true` (still in the OpenAI 3.1 spec) → `anyOf [schema, null]`. */
 export function fixNullable(node: unknown): unknown {
@@ -24,6 +25,10 @@ const addFormats = addFormatsModule as unknown as (a: Ajv2020) => void;
 addFormats(ajv);
 ajv.addFormat("unixtime", { type: "number", validate: (n: number) => Number.isInteger(n) && n >= 0 });
 ajv.addSchema(fixNullable(JSON.parse(readFileSync(SPEC, "utf8"))) as object, "openai");
+ajv.addSchema(fixNullable(JSON.parse(readFileSync(BATCH_SPEC, "utf8"))) as object, "openai-batch");
+
+/** The Files and Batch APIs' objects, from their own subset of the spec. */
+const BATCH_SCHEMAS = new Set(["Batch", "OpenAIFile", "ListBatchesResponse", "ListFilesResponse", "DeleteFileResponse"]);
 
 export type SchemaName =
   | "CreateChatCompletionResponse"
@@ -32,11 +37,16 @@ export type SchemaName =
   | "CreateEmbeddingResponse"
   | "ListModelsResponse"
   | "Model"
-  | "ErrorResponse";
+  | "ErrorResponse"
+  | "Batch"
+  | "OpenAIFile"
+  | "ListBatchesResponse"
+  | "ListFilesResponse"
+  | "DeleteFileResponse";
 
 /** Throws with the validator's errors when `data` does not match the named OpenAI schema. */
 export function assertMatchesSchema(name: SchemaName, data: unknown): void {
-  const validate = ajv.getSchema(`openai#/components/schemas/${name}`);
+  const validate = ajv.getSchema(`${BATCH_SCHEMAS.has(name) ? "openai-batch" : "openai"}#/components/schemas/${name}`);
   if (!validate) throw new Error(`no schema ${name}`);
   if (!validate(data)) {
     throw new Error(`${name} mismatch: ${JSON.stringify(validate.errors)}\n${JSON.stringify(data).slice(0, 500)}`);

@@ -122,6 +122,23 @@ export class AccessControl {
       if (admitted && isQuotaDenial(admitted)) return this.#deny(rateLimited(entry.name, admitted), entry.name);
       lease = admitted;
     }
+    return this.#grant(entry, lease);
+  }
+
+  /**
+   * The grant of work the key named `name` queued earlier (a batch's requests): its model list,
+   * default priority and ceiling apply and its tokens are counted, but no request quota is spent
+   * (the batch was admitted once). Tied to `res` as `check`'s grants are. Denied when the key is gone.
+   */
+  grantByName(name: string, res: ServerResponse): AccessDecision {
+    const entry = this.#keys.entries.find((e) => e.name === name);
+    if (!entry) return this.#deny(unauthorized("invalid_key"), "");
+    const admission = this.#grant(entry, undefined);
+    res.once("close", () => admission.end(res.headersSent ? String(res.statusCode) : "499"));
+    return admission;
+  }
+
+  #grant(entry: ApiKeyEntry, lease: QuotaLease | undefined): { kind: "granted"; grant: RequestGrant; end(status: string): void } {
     const grant = new RequestGrant(entry, lease, this.#metrics);
     this.#metrics.inflight.inc({ key_name: entry.name });
     let ended = false;

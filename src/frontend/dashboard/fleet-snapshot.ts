@@ -76,6 +76,19 @@ export interface FleetSnapshot {
   };
   readonly series: readonly SeriesPoint[];
   readonly planner: unknown;
+  /** The caller's newest batches with their progress; null where the Batch API is off. */
+  readonly batches: readonly FleetBatch[] | null;
+}
+
+/** A batch as the dashboard shows it. */
+export interface FleetBatch {
+  readonly id: string;
+  readonly status: string;
+  readonly endpoint: string;
+  readonly createdAt: number;
+  readonly total: number;
+  readonly completed: number;
+  readonly failed: number;
 }
 
 export interface FleetSources {
@@ -84,6 +97,8 @@ export interface FleetSources {
   readonly window: RequestWindow;
   readonly history: MeterHistory;
   readonly plannerState: (() => unknown) | undefined;
+  /** The caller's newest batches (the Batch API's), when it is on. */
+  readonly batches?: (() => Promise<FleetBatch[]>) | undefined;
   readonly startedAt: number;
   readonly requestsInFlight: number;
 }
@@ -152,6 +167,7 @@ export async function fleetSnapshot(
     },
     series: window.series(),
     planner: plannerSummary(sources.plannerState?.()),
+    batches: sources.batches ? await sources.batches() : null,
   };
 }
 

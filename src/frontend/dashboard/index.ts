@@ -1,3 +1,3 @@
 export { Dashboard } from "./dashboard-routes.js";
-export type { FleetRoute, FleetSnapshot, FleetWorker } from "./fleet-snapshot.js";
+export type { FleetBatch, FleetRoute, FleetSnapshot, FleetWorker } from "./fleet-snapshot.js";
 export type { Percentiles, RecentRoute, SeriesPoint, WindowSummary } from "./request-window.js";

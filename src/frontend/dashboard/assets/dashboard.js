@@ -169,6 +169,26 @@
     });
   }
 
+  function renderBatches(batches) {
+    $("batches-summary").textContent =
+      batches === null
+        ? "The Batch API is off on this frontend (--batch-dir off)."
+        : batches.length === 0
+          ? "No batches yet (POST /v1/batches)."
+          : `The ${batches.length} newest batches of this key.`;
+    $("batches").hidden = !batches || batches.length === 0;
+    fillRows($("batches").tBodies[0], batches ?? [], (b) => {
+      const row = document.createElement("tr");
+      cell(row, b.id);
+      cell(row, b.endpoint);
+      cell(row, b.status);
+      cell(row, `${b.completed + b.failed} / ${b.total}`);
+      cell(row, String(b.failed));
+      cell(row, b.total > 0 ? pct((b.completed + b.failed) / b.total) : "–");
+      return row;
+    });
+  }
+
   const charts = {};
   // series: [label, colour, scale?]; a second scale gets its own axis on the right.
   function chart(id, series, data) {
@@ -233,6 +253,7 @@
     renderKvAndDisaggregation(fleet);
     renderRoutes(fleet);
     renderPlanner(fleet.planner);
+    renderBatches(fleet.batches);
     renderCharts(fleet);
     const f = fleet.frontend;
     $("status").textContent =
