@@ -38,7 +38,7 @@ function chatLine(customId: string, content: string, extra: object = {}): string
     custom_id: customId,
     method: "POST",
     url: "/v1/chat/completions",
-    body: { model: MODEL, messages: [{ role: "user", content }], max_tokens: 40, ignore_eos: true, ...extra },
+    body: { model: MODEL, messages: [{ role: "user", content }], max_tokens: 16, ignore_eos: true, ...extra },
   });
 }
 

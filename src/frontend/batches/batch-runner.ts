@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Logger } from "../../observability/index.js";
 import { type BatchEntry, MAX_BATCH_REQUESTS, readBatchInput } from "./batch-input.js";
 import type { BatchObject, BatchResultLine, BatchStatus } from "./batch-objects.js";
@@ -98,6 +99,8 @@ export class BatchRunner {
   run(id: string): void {
     if (this.#closed || !this.#holdsLock || this.#running.has(id)) return;
     const controller = new AbortController();
+    // Every request in flight and every wait for a slot listens to it.
+    setMaxListeners(2 * this.#o.concurrency + 10, controller.signal);
     const done = this.#drive(id, controller.signal)
       .catch((error: unknown) =>
         this.#log.error({ err: error, batchId: id }, "batch runner failed; it resumes at the next start"),
