@@ -15,6 +15,8 @@ export interface EmbeddedDeployment {
   readonly workers: readonly WorkerHost[];
   readonly runtime: Runtime;
   readonly modelName: string;
+  /** Every model served (several with repeated `--model`). */
+  readonly modelNames: readonly string[];
   /** Drains HTTP, then workers, then the runtime. */
   close(graceMs?: number): Promise<void>;
 }
@@ -36,7 +38,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     await runtime.close();
     throw error;
   }
-  const { workers, modelName } = started;
+  const { workers, modelName, modelNames } = started;
   let stack: Awaited<ReturnType<typeof startFrontend>>;
   let planner: EmbeddedPlanner | undefined;
   try {
@@ -64,6 +66,7 @@ export async function startEmbeddedDeployment(options: ServeOptions, logger: Log
     workers,
     runtime,
     modelName,
+    modelNames,
     async close(graceMs = 30_000) {
       // The planner stops first, so it starts and drains no worker while the deployment closes.
       await planner?.close();

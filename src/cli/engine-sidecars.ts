@@ -103,6 +103,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
   return {
     workers,
     modelName,
+    modelNames: [modelName],
     tracing,
     addWorker: () =>
       Promise.reject(

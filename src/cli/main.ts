@@ -112,7 +112,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   const logger = createLogger({ level: options.logLevel });
   const deployment = await startEmbeddedDeployment(options, logger);
   process.stdout.write(
-    `armature serving model '${deployment.modelName}' (${options.engine}, ${describeWorkers(deployment.workers.map((w) => w.card.role))}) at ${deployment.frontend.url}/v1\n`,
+    `armature serving ${deployment.modelNames.length > 1 ? `models ${deployment.modelNames.map((n) => `'${n}'`).join(", ")}` : `model '${deployment.modelName}'`} (${options.engine}, ${describeWorkers(deployment.workers.map((w) => w.card.role))}) at ${deployment.frontend.url}/v1\n`,
   );
   await untilSignal(logger);
   await deployment.close();

@@ -138,3 +138,33 @@ test("llama.cpp's hardware flags parse from flags and variables, and bad ones ar
   );
   assert.throws(() => resolveServeOptions(["--kv-cache-type", "q4_0"], {}), /--kv-cache-type .* must be one of f16, q8_0/);
 });
+
+test("--model PATH=NAME is repeatable on llama.cpp: every model with its name, the first as model and modelName", () => {
+  const o = resolveServeOptions(["--model", "/m/a.gguf=chat", "--model", "/m/b.gguf"], {});
+  assert.deepEqual(o.models, [
+    { path: "/m/a.gguf", name: "chat" },
+    { path: "/m/b.gguf", name: undefined },
+  ]);
+  assert.deepEqual([o.model, o.modelName], ["/m/a.gguf", "chat"]);
+  assert.deepEqual(resolveServeOptions(["--model", "/m/a.gguf"], {}).models, [{ path: "/m/a.gguf", name: undefined }]);
+  assert.deepEqual(resolveServeOptions([], { ARMATURE_MODEL: "/m/a.gguf=x,/m/b.gguf=y" }).models.length, 2);
+});
+
+test("several models are refused, naming the flag, where they cannot be told apart or served", () => {
+  const cases: [string[], RegExp][] = [
+    [["--model", "/m/a.gguf", "--model", "/n/a.gguf"], /--model \(ARMATURE_MODEL\) serves two models as 'a'/],
+    [["--model", "/m/a.gguf=x", "--model", "/m/b.gguf=x"], /serves two models as 'x'/],
+    [
+      ["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--model-name", "n"],
+      /--model-name \(ARMATURE_MODEL_NAME\) names one model/,
+    ],
+    [["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--engine", "mocker"], /several models are served by --engine llamacpp/],
+    [
+      ["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--planner", "load"],
+      /--planner \(ARMATURE_PLANNER\) sizes the pool of one model/,
+    ],
+    [["--model", "/m/a.gguf=bad name"], /takes PATH or PATH=NAME/],
+    [["--model", "/m/a.gguf=x", "--model-name", "y"], /both name the model/],
+  ];
+  for (const [argv, message] of cases) assert.throws(() => resolveServeOptions(argv, {}), message, argv.join(" "));
+});

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { defaultCacheDir, type GpuChoice, type KvCacheType } from "../engines/index.js";
 import type { BatchOptions, ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
@@ -51,6 +51,8 @@ export interface ServeOptions {
   readonly engineWaitMs: number | undefined;
   readonly model: string | undefined;
   readonly modelName: string | undefined;
+  /** Every `--model` given (llamacpp serves them side by side); `model` and `modelName` are the first's. */
+  readonly models: readonly ModelSpec[];
   readonly workers: number;
   /** `armature frontend`: HTTP processes sharing the port (node:cluster), each with a router replica. */
   readonly frontendProcesses: number;
@@ -273,8 +275,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvEventsEndpoints: list("kv-events-endpoint"),
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),
-    model: str("model"),
-    modelName: str("model-name"),
+    ...modelOptions(list("model"), str("model-name"), str("engine") ?? "llamacpp", str("planner")),
     workers: num("workers", true, 1) ?? 1,
     frontendProcesses: num("frontend-processes", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),
@@ -397,4 +398,48 @@ function httpUrl(flag: string, value: string | undefined): string | undefined {
 function configError(flag: string, problem: string): ArmatureError {
   const setting = serveSettings[flag] as Setting;
   return new ArmatureError("CONFIG_INVALID", `--${flag} (${setting.env}) ${problem}`);
+}
+
+/** One model to serve: a GGUF path and, from `PATH=NAME`, the name clients use. */
+export interface ModelSpec {
+  readonly path: string;
+  readonly name: string | undefined;
+}
+
+/**
+ * `--model PATH[=NAME]`, repeatable on llama.cpp: `models` every one given, `model` and `modelName`
+ * the first's path and name (`--model-name`, or its `=NAME`). Several models need distinct names,
+ * no `--model-name` and no planner (which sizes one pool); each is refused naming the flag.
+ */
+function modelOptions(
+  given: readonly string[],
+  modelNameFlag: string | undefined,
+  engine: string,
+  planner: string | undefined,
+): { model: string | undefined; modelName: string | undefined; models: readonly ModelSpec[] } {
+  const models = given.map((spec): ModelSpec => {
+    const at = spec.lastIndexOf("=");
+    if (at < 0) return { path: spec, name: undefined };
+    const path = spec.slice(0, at);
+    const name = spec.slice(at + 1);
+    if (path === "" || !/^[A-Za-z0-9._:/-]{1,128}$/.test(name)) {
+      throw configError("model", `takes PATH or PATH=NAME (a name of letters, digits and ._:/-), got '${spec}'`);
+    }
+    return { path, name };
+  });
+  if (models.length > 1) {
+    if (engine !== "llamacpp")
+      throw configError("model", `is given ${models.length} times; several models are served by --engine llamacpp`);
+    if (modelNameFlag !== undefined)
+      throw configError("model-name", "names one model; with several --model give each its name as PATH=NAME");
+    if (planner !== undefined)
+      throw configError("planner", "sizes the pool of one model; serve one --model with it, or run a planner per model");
+    const names = models.map((m) => m.name ?? basename(m.path).replace(/\.gguf$/i, ""));
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice !== undefined) throw configError("model", `serves two models as '${twice}'; give each its own name with PATH=NAME`);
+  }
+  const first = models[0];
+  if (first?.name !== undefined && modelNameFlag !== undefined)
+    throw configError("model-name", `and --model ${first.path}=${first.name} both name the model; give one`);
+  return { model: first?.path, modelName: modelNameFlag ?? first?.name, models };
 }

@@ -152,8 +152,9 @@ export const serveSettings: Record<string, Setting> = {
   },
   model: {
     type: "string",
+    multiple: true,
     env: "ARMATURE_MODEL",
-    help: "path of a GGUF model (default: the generated tiny model); llama-server: the GGUF it runs, read for its tokenizer (default: its /props model_path)",
+    help: "path of a GGUF model (default: the generated tiny model); PATH=NAME serves it as NAME; llamacpp: repeatable, --workers workers per model; llama-server: the GGUF it runs, read for its tokenizer (default: its /props model_path)",
   },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },

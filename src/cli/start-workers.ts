@@ -46,10 +46,13 @@ export function transferSecret(options: ServeOptions, runtime: Runtime): string 
 /** The workers started, and how to start more of them (the planner's in-process connector). */
 export interface StartedWorkers {
   readonly workers: WorkerHost[];
+  /** The first model's name (the one a planner's `addWorker` starts workers of). */
   readonly modelName: string;
+  /** Every model served, in the order of `--model`. */
+  readonly modelNames: readonly string[];
   /** The workers' spans (`--otlp-endpoint`); close it after the workers, so their last spans go out. */
   readonly tracing: Tracing;
-  /** Starts one more worker of `role` with the same flags (the next index: its own disk tier folder). */
+  /** Starts one more worker of `role` of the first model with the same flags (the next index: its own disk tier folder). */
   addWorker(role: WorkerRole): Promise<WorkerHost>;
 }
 
@@ -62,14 +65,17 @@ export async function startWorkers(
 ): Promise<StartedWorkers> {
   if (options.engine === "llama-server" || options.engine === "vllm") return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
-  const modelPath = options.engine === "llamacpp" ? (options.model ?? (await ensureTinyModel())) : undefined;
-  const modelName =
-    options.modelName ??
-    (modelPath
-      ? basename(modelPath)
-          .replace(/\.gguf$/i, "")
-          .replace(/-v\d+$/, "")
-      : "armature-mocker");
+  // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
+  const nameOf = (path: string): string =>
+    basename(path)
+      .replace(/\.gguf$/i, "")
+      .replace(/-v\d+$/, "");
+  const models: { path: string | undefined; name: string }[] =
+    options.engine !== "llamacpp"
+      ? [{ path: undefined, name: options.modelName ?? "armature-mocker" }]
+      : options.models.length > 0
+        ? options.models.map((m, i) => ({ path: m.path, name: (i === 0 ? options.modelName : m.name) ?? nameOf(m.path) }))
+        : await ensureTinyModel().then((path) => [{ path, name: options.modelName ?? nameOf(path) }]);
   const timing: TimingModel | undefined = options.timingProfile
     ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
     : undefined;
@@ -88,10 +94,11 @@ export async function startWorkers(
   const tiers = await openKvTiers(options, runtime);
   refuseLlamaFlags(options);
   // The engines this process may run side by side share its cores (the default --threads).
-  const workersInProcess = Math.max(workerRoles(options).length, options.planner?.maxWorkers ?? 0);
+  const workersInProcess = Math.max(workerRoles(options).length * models.length, options.planner?.maxWorkers ?? 0);
   let started = 0;
-  const addWorker = async (role: WorkerRole): Promise<WorkerHost> => {
+  const addWorker = async (role: WorkerRole, model = models[0] as (typeof models)[number]): Promise<WorkerHost> => {
     const index = started++;
+    const { path: modelPath, name: modelName } = model;
     const kvbm = tiers?.(index);
     const engine: Engine = modelPath
       ? await LlamaCppEngine.create({
@@ -127,13 +134,19 @@ export async function startWorkers(
     }
   };
   try {
-    for (const role of workerRoles(options)) workers.push(await addWorker(role));
+    for (const model of models) for (const role of workerRoles(options)) workers.push(await addWorker(role, model));
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
     await tracing.close();
     throw error;
   }
-  return { workers, modelName, tracing, addWorker };
+  return {
+    workers,
+    modelName: (models[0] as (typeof models)[number]).name,
+    modelNames: models.map((m) => m.name),
+    tracing,
+    addWorker: (role) => addWorker(role),
+  };
 }
 
 /** The llama.cpp hardware flags given, as engine options (absent: the engine's default). */
