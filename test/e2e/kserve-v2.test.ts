@@ -268,6 +268,20 @@ test("gRPC errors carry their status and name the field", async () => {
   await refused(grpcRequest(PROMPT, { model_version: "3" }), status.INVALID_ARGUMENT, ["model_version"]);
   await refused(grpcRequest(PROMPT), status.UNAUTHENTICATED, ["API key"], null);
   await refused(grpcRequest(PROMPT), status.UNAUTHENTICATED, ["API key"], "wrong-key");
+  // Priority and deadline come as metadata, as the HTTP routes take them as headers.
+  const malformed: [string, string][] = [
+    ["x-armature-priority", "urgent"],
+    ["x-armature-deadline-ms", "0"],
+  ];
+  for (const [name, value] of malformed) {
+    const error = (await unaryClient.unary("ModelInfer", grpcRequest(PROMPT), KEY, { [name]: value }).then(
+      () => assert.fail("expected an error"),
+      (e: unknown) => e,
+    )) as ServiceError;
+    assert.equal(error.code, status.INVALID_ARGUMENT, error.details);
+    assert.ok(error.details.includes(name), error.details);
+  }
+  assert.ok(await unaryClient.unary("ModelInfer", grpcRequest(PROMPT), KEY, { "x-armature-priority": "-3" }));
 });
 
 test("gRPC ModelStreamInfer (Triton's proto) streams pieces when streaming is true, one response otherwise", async () => {

@@ -88,3 +88,35 @@ test("a worker killed with SIGKILL mid-stream: the stream moves to another worke
     await Promise.all([frontend.stop(), workerA.stop(), workerB.stop()]);
   }
 });
+
+test("workers of two models share one frontend; a model whose last worker leaves is model_not_found until one registers again", async () => {
+  const cluster = [...servers.flags, "--engine", "mocker", "--speedup-ratio", "100"];
+  const alpha = await startArmature(["worker", ...cluster, "--model-name", "alpha"]);
+  let beta = await startArmature(["worker", ...cluster, "--model-name", "beta"]);
+  const frontend = await startArmature(["frontend", ...servers.flags, "--port", "0"]);
+  const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+  const models = async (): Promise<string[]> => (await client.models.list()).data.map((m) => m.id).sort();
+  const until = async (want: string[]): Promise<void> => {
+    const deadline = Date.now() + 10_000;
+    while (JSON.stringify(await models()) !== JSON.stringify(want) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await models(), want);
+  };
+  const ask = (model: string) => client.completions.create({ model, prompt: "hi", max_tokens: 2 });
+  try {
+    await until(["alpha", "beta"]);
+    assert.equal((await ask("beta")).model, "beta");
+    assert.equal(await beta.stop("SIGTERM"), 0);
+    await until(["alpha"]);
+    await assert.rejects(
+      ask("beta"),
+      (error: InstanceType<typeof OpenAI.APIError>) => error.status === 404 && error.code === "model_not_found",
+    );
+    assert.equal((await ask("alpha")).model, "alpha");
+    beta = await startArmature(["worker", ...cluster, "--model-name", "beta"]);
+    await until(["alpha", "beta"]);
+    assert.equal((await ask("beta")).model, "beta");
+  } finally {
+    await Promise.all([frontend.stop(), alpha.stop(), beta.stop()]);
+  }
+});

@@ -4,6 +4,7 @@ import { noTracing, RequestTrace, type TraceContext, traceContextFromHeaders } f
 import { ArmatureError } from "../../protocol/index.js";
 import type { RequestGrant } from "../access/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
+import { DEADLINE_HEADER, PRIORITY_HEADER } from "../request-scheduling.js";
 import { grpcStatusOf, type KserveGrpcError } from "./grpc-status.js";
 import { type GrpcInferRequest, grpcInferFields, grpcOutput } from "./grpc-tensors.js";
 import { modelMetadata, servedModel, serverMetadata } from "./kserve-metadata.js";
@@ -150,6 +151,7 @@ async function infer(
       trace,
       access: admission.grant,
       signal: AbortSignal.any([cancelled, context.shutdown]),
+      scheduling: schedulingOf(metadata),
       parse: () => {
         if (raw.model_name === "")
           throw new ArmatureError("REQUEST_INVALID", "'model_name' is required", { param: "model_name" });
@@ -238,4 +240,15 @@ function traceContextFromMetadata(metadata: Metadata): TraceContext | undefined 
 function requestIdOf(metadata: Metadata): string {
   const [value] = metadata.get("x-request-id");
   return typeof value === "string" && /^[A-Za-z0-9._-]{1,128}$/.test(value) ? value : randomUUID();
+}
+
+/** The call's `x-armature-priority` and `x-armature-deadline-ms` metadata, as headers (a key sent twice stays a list, and is refused). */
+function schedulingOf(metadata: Metadata): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const key of [PRIORITY_HEADER, DEADLINE_HEADER]) {
+    const values = metadata.get(key).map(String);
+    if (values.length === 1) out[key] = values[0] as string;
+    else if (values.length > 1) out[key] = values;
+  }
+  return out;
 }

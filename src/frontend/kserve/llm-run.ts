@@ -8,6 +8,7 @@ import { toHttpError } from "../http-errors.js";
 import type { ModelPipeline, ModelPipelines } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { startRequestDeadline } from "../request-deadline.js";
+import { requestBudgetMs, requestPriority } from "../request-scheduling.js";
 import type { LlmRequest } from "./llm-request.js";
 
 /** What a KServe route needs from the frontend: the same pieces the OpenAI routes use. */
@@ -33,6 +34,11 @@ export interface LlmRunOptions {
   readonly signal: AbortSignal;
   /** The call's trace (under the client's `traceparent` metadata when it sent a valid one). */
   readonly trace?: RequestTrace | undefined;
+  /**
+   * The call's `x-armature-priority` and `x-armature-deadline-ms` (gRPC metadata), as the HTTP
+   * routes read them from headers. Absent: none.
+   */
+  readonly scheduling?: Readonly<Record<string, string | string[] | undefined>> | undefined;
   /** Called when the deadline passes, after the generation was cancelled. */
   readonly onDeadline?: (() => void) | undefined;
   /** Reads and checks the request; its errors are counted like any other. */
@@ -55,11 +61,13 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
   const onAbort = (): void => controller.abort(options.signal.reason);
   if (options.signal.aborted) onAbort();
   else options.signal.addEventListener("abort", onAbort, { once: true });
-  const timeoutMs = deps.requestTimeoutMs;
-  const deadline = startRequestDeadline(controller, timeoutMs, log, options.onDeadline);
+  let timeoutMs: number | undefined;
+  let deadline: NodeJS.Timeout | undefined;
   let timer: RequestTimer | undefined;
   let streaming = false;
   try {
+    timeoutMs = requestBudgetMs(options.scheduling ?? {}, deps.requestTimeoutMs);
+    deadline = startRequestDeadline(controller, timeoutMs, log, options.onDeadline);
     const request = await options.parse();
     streaming = request.streaming;
     options.access?.checkModel(request.model);
@@ -71,7 +79,9 @@ export async function runLlmRequest(deps: KserveDeps, options: LlmRunOptions): P
     const pipeline = await deps.pipelines.get(request.model);
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const tokenIds = await promptTokens(request, pipeline);
+    const priority = requestPriority(options.scheduling ?? {}, request.params.priority, options.access);
     const generation = await startGeneration(deps.router, {
+      priority,
       pipeline,
       tokenIds,
       params: request.params,
