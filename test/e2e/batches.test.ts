@@ -99,6 +99,23 @@ test("a batch of 200 killed half-way resumes after a restart and answers every r
   assertMatchesSchema("ListFilesResponse", await (await fetch(`${server.url}/v1/files`)).json());
 });
 
+test("an empty batch list matches OpenAI's schema too", async () => {
+  const other = await startServe(["--engine", "mocker", "--batch-dir", join(dir, "empty")]);
+  try {
+    assertMatchesSchema("ListBatchesResponse", await (await fetch(`${other.url}/v1/batches`)).json());
+    // ListFilesResponse requires first_id and last_id as strings, which no empty list has: null there.
+    assert.deepEqual(await (await fetch(`${other.url}/v1/files`)).json(), {
+      object: "list",
+      data: [],
+      has_more: false,
+      first_id: null,
+      last_id: null,
+    });
+  } finally {
+    assert.equal(await other.stop("SIGTERM"), 0, other.output());
+  }
+});
+
 test("bad lines get an error line naming them and the rest still run; an unknown model is that line's 404", async () => {
   const client = clientOf(server);
   const lines = [

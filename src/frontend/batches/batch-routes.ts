@@ -137,6 +137,7 @@ async function listFiles(req: IncomingMessage, deps: BatchRouteDeps): Promise<un
   const files = (await deps.store.listFiles())
     .filter((f) => f.owner === deps.owner && (purpose === null || f.file.purpose === purpose))
     .map((f) => wire(f.file));
+  // The schema requires first_id and last_id as strings, which an empty list cannot give: null then.
   return { object: "list", data: files, has_more: false, first_id: files[0]?.id ?? null, last_id: files.at(-1)?.id ?? null };
 }
 
@@ -217,13 +218,13 @@ async function listBatches(req: IncomingMessage, deps: BatchRouteDeps): Promise<
     batches = batches.slice(at + 1);
   }
   const page = batches.slice(0, limit).map(wire);
-  return {
+  return wire({
     object: "list",
     data: page,
     first_id: page[0]?.id ?? null,
     last_id: page.at(-1)?.id ?? null,
     has_more: batches.length > page.length,
-  };
+  });
 }
 
 async function ownFile(deps: BatchRouteDeps, id: string): Promise<StoredFile> {
