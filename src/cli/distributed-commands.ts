@@ -32,7 +32,36 @@ export async function connect(options: ServeOptions, logger: Logger): Promise<Ru
 }
 
 /** `armature worker`: engines registered in etcd, served over NATS, until SIGINT/SIGTERM. */
+/**
+ * Flags of the frontend's admission queue and Batch API, which a worker process has no use for:
+ * given on `armature worker`'s command line they are refused by name (their environment twins are
+ * not, as a cluster's processes may share one environment).
+ */
+const FRONTEND_ONLY_FLAGS = [
+  "batch-dir",
+  "batch-concurrency",
+  "batch-max-file-bytes",
+  "priority-reserve",
+  "busy-sequences-frac",
+  "busy-decode-blocks",
+  "busy-prefill-frac",
+  "router-queue-size",
+  "grpc-port",
+] as const;
+
+/** Throws `CONFIG_INVALID` naming the first frontend-only flag on a worker's command line. */
+export function refuseFrontendFlags(argv: readonly string[]): void {
+  const given = FRONTEND_ONLY_FLAGS.find((flag) => argv.some((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)));
+  if (given !== undefined) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--${given} is for armature frontend (or serve): it sets the router or the HTTP API, which armature worker does not run`,
+    );
+  }
+}
+
 export async function workerCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  refuseFrontendFlags(argv);
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
   const runtime = await connect(options, logger);
