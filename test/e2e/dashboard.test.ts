@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 import type { Browser, Page } from "puppeteer-core";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { haveChromium, launchChromium } from "../helpers/chromium.js";
@@ -39,10 +42,12 @@ describe("the dashboard in headless Chromium", {
   let server: ServeProcess;
   let browser: Browser;
   let page: Page;
+  let batchDir: string;
   const requested: string[] = [];
 
   before(async () => {
-    server = await startServe(["--engine", "mocker", "--workers", "3", "--speedup-ratio", "100"]);
+    batchDir = await mkdtemp(join(tmpdir(), "armature-dashboard-batches-"));
+    server = await startServe(["--engine", "mocker", "--workers", "3", "--speedup-ratio", "100", "--batch-dir", batchDir]);
     browser = await launchChromium();
     page = await browser.newPage();
     page.on("request", (request) => requested.push(request.url()));
@@ -106,6 +111,26 @@ describe("the dashboard in headless Chromium", {
     const recent = await page.$$eval("#routes tbody tr td:nth-child(3)", (tds) => tds.map((td) => td.textContent ?? ""));
     assert.equal(recent.length, 20, "the last 20 routing decisions");
     assert.ok(recent.every((id) => served.has(id)));
+  });
+
+  it("shows a batch's progress: none at first, then the batch with its requests done", async () => {
+    assert.match(await text(page, "#batches-summary"), /^No batches yet/);
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const lines = [0, 1, 2].map((i) =>
+      JSON.stringify({
+        custom_id: `d${i}`,
+        method: "POST",
+        url: "/v1/completions",
+        body: { model: MODEL, prompt: "hi", max_tokens: 3 },
+      }),
+    );
+    const file = await client.files.create({ file: await toFile(Buffer.from(lines.join("\n")), "d.jsonl"), purpose: "batch" });
+    const batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/completions", completion_window: "24h" });
+    await page.waitForFunction(
+      `[...document.querySelectorAll("#batches tbody tr")].some((tr) => tr.children[0].textContent === "${batch.id}" && tr.children[2].textContent === "completed" && tr.children[3].textContent === "3 / 3")`,
+      { timeout: 15_000 },
+    );
+    assert.equal(await text(page, "#batches tbody tr td:nth-child(6)"), "100.0%");
   });
 
   it("loads everything from the frontend itself and draws the charts with uPlot", async () => {
