@@ -82,8 +82,13 @@ async function scaleUpAndDown(url: string): Promise<void> {
   };
   const grown = await until("the pool grows to 3", grownOrFailed, (s) => s.pools.aggregated?.desired === 3);
   assert.ok(grown.decisions.some((d) => d.action === "up" && d.applied));
-  const health = (await (await fetch(`${url}/health`)).json()) as { instances?: unknown[]; workers?: unknown[] };
-  assert.equal((health.instances ?? health.workers ?? []).length, 3, JSON.stringify(health));
+  // Desired first, then ready: the third worker registers once it has started.
+  await until(
+    "three workers serve",
+    async () => (await (await fetch(`${url}/health`)).json()) as { instances: unknown[] },
+    (health) => health.instances.length === 3,
+    10_000,
+  );
   busy = false;
   await load;
   if (loadFailure) throw loadFailure;
