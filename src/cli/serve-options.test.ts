@@ -154,6 +154,7 @@ test("several models are refused, naming the flag, where they cannot be told apa
   const cases: [string[], RegExp][] = [
     [["--model", "/m/a.gguf", "--model", "/n/a.gguf"], /--model \(ARMATURE_MODEL\) serves two models as 'a'/],
     [["--model", "/m/a.gguf=x", "--model", "/m/b.gguf=x"], /serves two models as 'x'/],
+    [["--model", "/m/a-v1.gguf", "--model", "/m/a-v2.gguf"], /serves two models as 'a'/],
     [
       ["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--model-name", "n"],
       /--model-name \(ARMATURE_MODEL_NAME\) names one model/,

@@ -400,6 +400,13 @@ function configError(flag: string, problem: string): ArmatureError {
   return new ArmatureError("CONFIG_INVALID", `--${flag} (${setting.env}) ${problem}`);
 }
 
+/** The name a GGUF is served under when none is given: its file name without `.gguf` and a `-vN` suffix. */
+export function servedModelName(path: string): string {
+  return basename(path)
+    .replace(/\.gguf$/i, "")
+    .replace(/-v\d+$/, "");
+}
+
 /** One model to serve: a GGUF path and, from `PATH=NAME`, the name clients use. */
 export interface ModelSpec {
   readonly path: string;
@@ -434,7 +441,7 @@ function modelOptions(
       throw configError("model-name", "names one model; with several --model give each its name as PATH=NAME");
     if (planner !== undefined)
       throw configError("planner", "sizes the pool of one model; serve one --model with it, or run a planner per model");
-    const names = models.map((m) => m.name ?? basename(m.path).replace(/\.gguf$/i, ""));
+    const names = models.map((m) => m.name ?? servedModelName(m.path));
     const twice = names.find((name, i) => names.indexOf(name) !== i);
     if (twice !== undefined) throw configError("model", `serves two models as '${twice}'; give each its own name with PATH=NAME`);
   }

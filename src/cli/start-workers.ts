@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { basename } from "node:path";
 import {
   type Engine,
   ensureTinyModel,
@@ -17,7 +16,7 @@ import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
 import { startEngineSidecars } from "./engine-sidecars.js";
-import type { LlamaHardwareOptions, ServeOptions } from "./serve-options.js";
+import { type LlamaHardwareOptions, type ServeOptions, servedModelName } from "./serve-options.js";
 
 /**
  * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default
@@ -66,16 +65,15 @@ export async function startWorkers(
   if (options.engine === "llama-server" || options.engine === "vllm") return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
   // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
-  const nameOf = (path: string): string =>
-    basename(path)
-      .replace(/\.gguf$/i, "")
-      .replace(/-v\d+$/, "");
   const models: { path: string | undefined; name: string }[] =
     options.engine !== "llamacpp"
       ? [{ path: undefined, name: options.modelName ?? "armature-mocker" }]
       : options.models.length > 0
-        ? options.models.map((m, i) => ({ path: m.path, name: (i === 0 ? options.modelName : m.name) ?? nameOf(m.path) }))
-        : await ensureTinyModel().then((path) => [{ path, name: options.modelName ?? nameOf(path) }]);
+        ? options.models.map((m, i) => ({
+            path: m.path,
+            name: (i === 0 ? options.modelName : m.name) ?? servedModelName(m.path),
+          }))
+        : await ensureTinyModel().then((path) => [{ path, name: options.modelName ?? servedModelName(path) }]);
   const timing: TimingModel | undefined = options.timingProfile
     ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
     : undefined;

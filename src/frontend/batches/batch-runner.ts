@@ -137,17 +137,26 @@ export class BatchRunner {
   async #drive(id: string, signal: AbortSignal): Promise<void> {
     let stored = await this.#o.store.batch(id);
     if (!stored) return;
-    if (stored.batch.status === "validating") stored = await this.#validate(stored);
-    if (stored.batch.status === "in_progress") stored = await this.#process(stored, signal);
+    // The input file is read once per run: validation's reading serves the requests too.
+    const runs = stored.batch.status === "validating" || stored.batch.status === "in_progress";
+    const input = runs ? await this.#readInput(stored.batch) : undefined;
+    if (stored.batch.status === "validating") stored = await this.#validate(stored, input);
+    if (stored.batch.status === "in_progress") stored = await this.#process(stored, input?.entries ?? [], signal);
     if (signal.aborted) return; // closing, or cancelled: `cancel` finishes it
     if (stored.batch.status === "finalizing" || stored.batch.status === "cancelling") await this.#finish(stored);
   }
 
   /** Reads the input file: lines that cannot run get their error results now; the batch goes in progress or fails. */
-  async #validate(stored: StoredBatch): Promise<StoredBatch> {
+  /** The batch's input file read into requests and rejected lines; undefined when the file is gone. */
+  async #readInput(batch: BatchObject): Promise<ReturnType<typeof readBatchInput> | undefined> {
+    const file = await this.#o.store.file(batch.input_file_id);
+    if (!file) return undefined;
+    return readBatchInput((await this.#o.store.fileContent(file.file.id)).toString("utf8"), batch.endpoint);
+  }
+
+  async #validate(stored: StoredBatch, input: ReturnType<typeof readBatchInput> | undefined): Promise<StoredBatch> {
     const { batch } = stored;
     await this.#o.store.clearResults(batch.id);
-    const file = await this.#o.store.file(batch.input_file_id);
     const fail = async (code: string, message: string, param: string | null): Promise<StoredBatch> => {
       const failed: StoredBatch = {
         ...stored,
@@ -162,11 +171,8 @@ export class BatchRunner {
       this.#log.warn({ batchId: batch.id, code, message }, "batch failed validation");
       return failed;
     };
-    if (!file) return fail("invalid_file", `the input file ${batch.input_file_id} no longer exists`, "input_file_id");
-    const { entries, rejected } = readBatchInput(
-      (await this.#o.store.fileContent(file.file.id)).toString("utf8"),
-      batch.endpoint,
-    );
+    if (!input) return fail("invalid_file", `the input file ${batch.input_file_id} no longer exists`, "input_file_id");
+    const { entries, rejected } = input;
     const total = entries.length + rejected.length;
     if (total === 0) return fail("empty_file", "the input file holds no requests", "input_file_id");
     if (total > MAX_BATCH_REQUESTS) {
@@ -208,12 +214,8 @@ export class BatchRunner {
   }
 
   /** Sends every request without a result yet, `concurrency` at a time across batches. */
-  async #process(start: StoredBatch, signal: AbortSignal): Promise<StoredBatch> {
+  async #process(start: StoredBatch, entries: readonly BatchEntry[], signal: AbortSignal): Promise<StoredBatch> {
     const { batch, owner } = start;
-    const file = await this.#o.store.file(batch.input_file_id);
-    const entries = file
-      ? readBatchInput((await this.#o.store.fileContent(file.file.id)).toString("utf8"), batch.endpoint).entries
-      : [];
     const output = await this.#o.store.results(batch.id, "output");
     const errors = await this.#o.store.results(batch.id, "errors");
     const done = new Set([...output, ...errors].map((line) => (JSON.parse(line) as { id: string }).id));
