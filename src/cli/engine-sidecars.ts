@@ -4,9 +4,11 @@ import {
   connectLlamaServer,
   connectVllm,
   type Engine,
+  type EngineTokenizer,
   engineUrl,
   getJson,
   ggufEngineTokenizer,
+  hfEngineTokenizer,
   waitHealthy,
 } from "../engines/index.js";
 import { createTracing, type Logger } from "../observability/index.js";
@@ -62,16 +64,21 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       "--planner: the planner starts workers, and llama-server workers need their engines started first",
     );
   }
-  if (options.engine === "vllm" && options.model === undefined) {
+  if (options.tokenizer !== undefined && options.model !== undefined) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      "--model is needed: a vllm worker reads the model's tokenizer from the GGUF vLLM serves (Hugging Face tokenizer folders are not read yet)",
+      "--tokenizer and --model both name the model's tokenizer: give one (--model-name names the model)",
+    );
+  }
+  if (options.engine === "vllm" && options.model === undefined && options.tokenizer === undefined) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "--tokenizer is needed: a vllm worker reads the model's tokenizer (--tokenizer DIR, the model's Hugging Face folder with tokenizer.json; or --model, the GGUF vLLM serves)",
     );
   }
   const waitMs = options.engineWaitMs ?? 60_000;
-  const modelPath = options.model ?? (await modelPathOf(urls[0] as string, waitMs));
-  const tokenizer = await ggufEngineTokenizer(modelPath);
-  const modelName = options.modelName ?? basename(modelPath).replace(/\.gguf$/i, "");
+  const tokenizer = await engineTokenizer(options, urls[0] as string, waitMs);
+  const modelName = options.modelName ?? defaultModelName(tokenizer);
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const workers: WorkerHost[] = [];
   const dropped = logger.child({ component: "engine-kv-events" });
@@ -112,6 +119,17 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
   };
 }
 
+/** `--tokenizer DIR`, `--model FILE`, or the GGUF llama-server says it runs. */
+async function engineTokenizer(options: ServeOptions, url: string, waitMs: number): Promise<EngineTokenizer> {
+  if (options.tokenizer !== undefined) return hfEngineTokenizer(options.tokenizer);
+  return ggufEngineTokenizer(options.model ?? (await modelPathOf(url, waitMs)));
+}
+
+/** The GGUF's file name without `.gguf`, or the tokenizer folder's name. */
+function defaultModelName(tokenizer: EngineTokenizer): string {
+  return tokenizer.source.kind === "bytes" ? "model" : basename(tokenizer.source.path).replace(/\.gguf$/i, "");
+}
+
 /** llama-server's own model path (`GET /props`), where this machine can read it. */
 async function modelPathOf(url: string, waitMs: number): Promise<string> {
   const at = engineUrl(url);
@@ -120,7 +138,7 @@ async function modelPathOf(url: string, waitMs: number): Promise<string> {
   if (typeof path === "string" && existsSync(path)) return path;
   throw new ArmatureError(
     "CONFIG_INVALID",
-    `--model is needed: the worker reads the GGUF llama-server runs for its tokenizer, and ${
+    `--model or --tokenizer is needed: the worker reads the tokenizer of the model llama-server runs (its GGUF, or --tokenizer DIR), and ${
       typeof path === "string" ? `llama-server's ${path} is not readable here` : `${at}/props did not say where it is`
     }`,
   );

@@ -50,6 +50,8 @@ export interface ServeOptions {
   /** `--engine-wait`, in ms: how long a sidecar worker waits for its engine's health at start (default 60 s). */
   readonly engineWaitMs: number | undefined;
   readonly model: string | undefined;
+  /** `--tokenizer DIR`: a sidecar's model tokenizer as a Hugging Face folder, instead of a GGUF `--model`. */
+  readonly tokenizer: string | undefined;
   readonly modelName: string | undefined;
   /** Every `--model` given (llamacpp serves them side by side); `model` and `modelName` are the first's. */
   readonly models: readonly ModelSpec[];
@@ -276,6 +278,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),
     ...modelOptions(list("model"), str("model-name"), str("engine") ?? "llamacpp", str("planner")),
+    tokenizer: str("tokenizer"),
     workers: num("workers", true, 1) ?? 1,
     frontendProcesses: num("frontend-processes", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),

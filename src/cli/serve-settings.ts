@@ -156,6 +156,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_MODEL",
     help: "path of a GGUF model (default: the generated tiny model); PATH=NAME serves it as NAME; llamacpp: repeatable, --workers workers per model; llama-server: the GGUF it runs, read for its tokenizer (default: its /props model_path)",
   },
+  tokenizer: {
+    type: "string",
+    env: "ARMATURE_TOKENIZER",
+    help: "llama-server, vllm: the model's Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json, chat template), instead of a GGUF --model",
+  },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
   "frontend-processes": {

@@ -160,6 +160,7 @@ function refuseSidecarFlags(options: ServeOptions): void {
       ["kv-events-endpoint", options.kvEventsEndpoints.length > 0],
       ["kv-events-replay-endpoint", options.kvEventsReplayEndpoints.length > 0],
       ["engine-wait", options.engineWaitMs !== undefined],
+      ["tokenizer", options.tokenizer !== undefined],
     ] as const
   ).find(([, present]) => present);
   if (given) {

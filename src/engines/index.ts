@@ -12,9 +12,9 @@ export {
 } from "./engine.js";
 export { EngineServerEngine } from "./engine-server/engine-server-engine.js";
 export { engineUrl, getJson, waitHealthy } from "./engine-server/engine-server-http.js";
+export { type EngineTokenizer, ggufEngineTokenizer, hfEngineTokenizer } from "./engine-server/engine-tokenizer.js";
 export type { LlamaServerEngineOptions } from "./llama-server/llama-server-engine.js";
 export { connectLlamaServer } from "./llama-server/llama-server-engine.js";
-export { ggufEngineTokenizer } from "./llama-server/tokenizer-probe.js";
 export type { KvCacheType } from "./llamacpp/llama-context.js";
 export type { GpuChoice, LlamaBackend } from "./llamacpp/llama-runtime.js";
 export type { LlamaCppEngineOptions } from "./llamacpp/llamacpp-engine.js";

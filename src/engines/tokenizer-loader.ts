@@ -1,5 +1,6 @@
 import type { TokenizerSource } from "../protocol/index.js";
 import { ByteTokenizer } from "./byte-tokenizer.js";
+import { HfTokenizer } from "./huggingface/hf-tokenizer.js";
 import { GgufTokenizer } from "./llamacpp/gguf-tokenizer.js";
 import type { Tokenizer } from "./tokenizer.js";
 
@@ -10,5 +11,7 @@ export async function loadTokenizer(source: TokenizerSource): Promise<Tokenizer>
       return new ByteTokenizer();
     case "gguf":
       return GgufTokenizer.load(source.path);
+    case "huggingface":
+      return HfTokenizer.load(source.path);
   }
 }

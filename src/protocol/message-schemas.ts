@@ -286,6 +286,7 @@ export const modelCardSchema: Schema<ModelCard> = object({
   tokenizer: variants<ModelCard["tokenizer"]>(
     {
       gguf: object({ kind: literal("gguf"), path: str({ maxLength: 4096 }) }),
+      huggingface: object({ kind: literal("huggingface"), path: str({ maxLength: 4096 }) }),
       bytes: object({ kind: literal("bytes") }),
     },
     "kind",

@@ -1,8 +1,14 @@
 /** The role a worker plays in serving a request. */
 export type WorkerRole = "aggregated" | "prefill" | "decode";
 
-/** Where a frontend finds the tokenizer for a model, without loading the weights. */
-export type TokenizerSource = { readonly kind: "gguf"; readonly path: string } | { readonly kind: "bytes" };
+/**
+ * Where a frontend finds the tokenizer for a model, without loading the weights: a GGUF's
+ * vocabulary, a Hugging Face tokenizer folder (`tokenizer.json`), or the mocker's bytes.
+ */
+export type TokenizerSource =
+  | { readonly kind: "gguf"; readonly path: string }
+  | { readonly kind: "huggingface"; readonly path: string }
+  | { readonly kind: "bytes" };
 
 /**
  * What a worker tells the world about the model it serves (Dynamo's Model Deployment Card).

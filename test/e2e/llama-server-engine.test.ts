@@ -10,6 +10,7 @@ import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { type LlamaServer, startLlamaServer } from "../helpers/llama-server.js";
 import { freePort } from "../helpers/nats-server.js";
 import { assertMatchesSchema, sseData } from "../helpers/openai-spec.js";
+import { qwen3TokenizerDir, writeTokenizerFolderOf } from "../helpers/tokenizer-folders.js";
 
 // Two unmodified llama-servers (llama.cpp's own, built by npm test's pretest from the source in
 // node-llama-cpp) behind `armature serve --engine llama-server`, driven by the official openai
@@ -214,4 +215,56 @@ test("a GGUF that tokenizes otherwise than llama-server's model is refused, nami
     message,
     /--model .*other\.gguf does not tokenize as the llama-server at .* does: ".*" is \[[\d,]+\] here and \[[\d,]+\] there/,
   );
+});
+
+test("a Hugging Face tokenizer folder instead of the GGUF: llama-server's own greedy tokens, its chat template", async () => {
+  const dir = join(await mkdtemp(join(tmpdir(), "armature-hf-")), "tiny-tokenizer");
+  await writeTokenizerFolderOf(model, dir);
+  const byFolder = await startServe([
+    "--engine",
+    "llama-server",
+    "--engine-url",
+    engines[0]?.url as string,
+    "--tokenizer",
+    dir,
+    "--model-name",
+    MODEL,
+  ]);
+  try {
+    const folderClient = new OpenAI({ baseURL: `${byFolder.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const tokenizer = await loadTokenizer({ kind: "gguf", path: model });
+    for (const text of ["The quick brown fox", "Numbers: 1, 2, 3,"]) {
+      const reference = await direct(engines[0]?.url as string, tokenizer.encode(text), 16);
+      const response = await folderClient.completions.create({ model: MODEL, prompt: text, max_tokens: 16, temperature: 0 });
+      assert.equal(response.choices[0]?.text, reference.content, `prompt ${JSON.stringify(text)}`);
+    }
+    // The chat template comes from tokenizer_config.json: the same messages give the same prompt.
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "user", content: "Tell me about the sea." }];
+    const viaFolder = await folderClient.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0 });
+    const viaGguf = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0 });
+    assert.equal(viaFolder.usage?.prompt_tokens, viaGguf.usage?.prompt_tokens);
+    assert.equal(viaFolder.choices[0]?.message.content, viaGguf.choices[0]?.message.content);
+  } finally {
+    assert.equal(await byFolder.stop("SIGTERM"), 0, byFolder.output());
+  }
+});
+
+test("a tokenizer folder of another model is refused, naming both token lists; --tokenizer beside --model or for an in-process engine too", async () => {
+  const url = engines[0]?.url as string;
+  assert.match(
+    await startFailure(["--engine-url", url, "--tokenizer", qwen3TokenizerDir()]),
+    /--tokenizer .* does not tokenize as the llama-server at .* does: ".*" is \[[\d,]+\] here and \[[\d,]+\] there/,
+  );
+  assert.match(
+    await startFailure(["--engine-url", url, "--tokenizer", qwen3TokenizerDir(), "--model", model]),
+    /--tokenizer and --model both name the model's tokenizer/,
+  );
+  const inProcess = await startServe(["--engine", "mocker", "--tokenizer", qwen3TokenizerDir()]).then(
+    async (s) => {
+      await s.stop();
+      return "started";
+    },
+    (e: Error) => e.message,
+  );
+  assert.match(inProcess, /--tokenizer is for --engine llama-server or --engine vllm/);
 });

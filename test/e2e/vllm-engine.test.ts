@@ -4,9 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
+import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
 import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { type FakeVllm, startFakeVllm } from "../helpers/fake-vllm.js";
+import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
 
 // `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-vllm.ts: its
 // OpenAI routes, /metrics and ZMQ KV event publisher with replay; no vLLM runs on these machines),
@@ -24,7 +26,8 @@ const BLOCK = 16;
 before(async () => {
   model = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-vllm-")));
   tokenizer = await loadTokenizer({ kind: "gguf", path: model });
-  const tokenize = (text: string) => tokenizer.encode(text);
+  // vLLM's /tokenize reads special-token text as its token, as Hugging Face tokenizers do.
+  const tokenize = (text: string) => tokenizer.encode(text, { special: true });
   engines = [await startFakeVllm({ tokenize, form: "array" }), await startFakeVllm({ tokenize, form: "map" })];
   const args = ["--engine", "vllm", "--model", model];
   for (const e of engines) {
@@ -38,12 +41,12 @@ after(async () => {
   await Promise.all(engines.map((e) => e.close()));
 });
 
-/** The double's tokens for a prompt: each the last times 31 plus 7, modulo 200. */
-function expectedTokens(prompt: readonly number[], count: number): number[] {
+/** The double's tokens for a prompt: each the last times 31 plus 7, modulo its vocabulary (200). */
+function expectedTokens(prompt: readonly number[], count: number, vocab = 200): number[] {
   const out: number[] = [];
   let last = prompt.at(-1) ?? 0;
   for (let i = 0; i < count; i++) {
-    last = (last * 31 + 7) % 200;
+    last = (last * 31 + 7) % vocab;
     out.push(last);
   }
   return out;
@@ -154,7 +157,7 @@ test("event endpoints that do not pair with the engine URLs, and a vllm worker w
   );
   assert.match(
     await refused(["--engine", "vllm", "--engine-url", a.url]),
-    /--model is needed: a vllm worker reads the model's tokenizer/,
+    /--tokenizer is needed: a vllm worker reads the model's tokenizer/,
   );
   assert.match(
     await refused([
@@ -169,4 +172,40 @@ test("event endpoints that do not pair with the engine URLs, and a vllm worker w
     ]),
     /--kv-events-endpoint: llama-server publishes no KV events/,
   );
+});
+
+test("--tokenizer with Qwen3's own tokenizer folder: its chat template and tokens reach vLLM, its text comes back", async () => {
+  const qwen = HfTokenizer.load(qwen3TokenizerDir());
+  const engine = await startFakeVllm({ tokenize: (text) => qwen.encode(text), vocabSize: 151_000 });
+  const qwenServer = await startServe([
+    "--engine",
+    "vllm",
+    "--engine-url",
+    engine.url,
+    "--tokenizer",
+    qwen3TokenizerDir(),
+    "--model-name",
+    "qwen3",
+  ]);
+  try {
+    const qwenClient = new OpenAI({ baseURL: `${qwenServer.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const response = await qwenClient.chat.completions.create({
+      model: "qwen3",
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Hello" },
+      ],
+      max_tokens: 6,
+    });
+    // Qwen3's template, worked by hand from its tokenizer_config.json.
+    const prompt = qwen.encode(
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+    );
+    assert.equal(response.usage?.prompt_tokens, prompt.length);
+    assert.equal(response.choices[0]?.message.content, qwen.decode(expectedTokens(prompt, 6, 151_000)));
+  } finally {
+    assert.equal(await qwenServer.stop("SIGTERM"), 0, qwenServer.output());
+    await engine.close();
+    await qwen.close();
+  }
 });

@@ -4,9 +4,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { after, before, test } from "node:test";
 import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../../protocol/index.js";
 import type { EngineServerEngine } from "../engine-server/engine-server-engine.js";
+import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
 import { completionBody } from "./completion-body.js";
 import { connectLlamaServer, parseLlamaServerMetrics } from "./llama-server-engine.js";
-import type { EngineTokenizer } from "./tokenizer-probe.js";
 
 // The request body llama-server gets, and what the engine does with answers no real llama-server
 // gives (garbage, a cut stream, errors): a server on a loopback port plays llama-server's routes
@@ -107,7 +107,8 @@ let url: string;
 let answer: (req: IncomingMessage, res: ServerResponse) => void;
 let healthy = true;
 const tokenizer: EngineTokenizer = {
-  path: "model.gguf",
+  source: { kind: "gguf", path: "model.gguf" },
+  flag: "--model model.gguf",
   encode: () => [4, 5, 6],
   chatTemplate: undefined,
   eosTokenIds: [2],
@@ -289,7 +290,7 @@ test("a probe that tokenizes otherwise stops the start, naming both token lists"
   const other = { ...tokenizer, encode: () => [4, 5, 7] };
   await assert.rejects(
     connectLlamaServer({ url, tokenizer: other }),
-    /model\.gguf does not tokenize as the llama-server at .* is \[4,5,7\] here and \[4,5,6\] there/,
+    /--model model\.gguf does not tokenize as the llama-server at .* is \[4,5,7\] here and \[4,5,6\] there/,
   );
 });
 

@@ -2,8 +2,9 @@ import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { completionBody } from "./completion-body.js";
-import { checkTokenizerAgrees, type EngineTokenizer } from "./tokenizer-probe.js";
 
 export interface LlamaServerEngineOptions {
   /** Where llama-server listens (`--engine-url`), e.g. `http://127.0.0.1:8080`. */
@@ -32,7 +33,7 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
   await checkTokenizerAgrees("llama-server", url, options.tokenizer, (content) => ({
     content,
     add_special: false,
-    parse_special: false,
+    parse_special: true,
   }));
   const blockSize = options.blockSize ?? 16;
   const { tokenizer } = options;
@@ -44,7 +45,7 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
     maxBatchedTokens: props.nCtx,
     maxSequences: props.slots,
     contextLength: props.nCtx,
-    tokenizer: { kind: "gguf", path: tokenizer.path },
+    tokenizer: tokenizer.source,
     chatTemplate: props.chatTemplate ?? tokenizer.chatTemplate,
     eosTokenIds: tokenizer.eosTokenIds,
     bosToken: tokenizer.bosToken,

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { ensureTinyModel } from "../tiny-model/model-cache.js";
-import { GgufTokenizer, OFF_LOOP_CHARACTERS } from "./gguf-tokenizer.js";
+import { OFF_LOOP_CHARACTERS } from "../tokenizer-thread.js";
+import { GgufTokenizer } from "./gguf-tokenizer.js";
 
 let tokenizer: GgufTokenizer;
 before(async () => {

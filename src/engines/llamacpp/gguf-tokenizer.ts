@@ -1,25 +1,21 @@
 import type { LlamaModel, Token } from "node-llama-cpp";
 import type { Tokenizer } from "../tokenizer.js";
+import { OffLoopEncoder } from "../tokenizer-thread.js";
 import { llamaRuntime } from "./llama-runtime.js";
-import { TokenizerThread } from "./tokenizer-thread.js";
-
-/**
- * Texts at least this long are tokenized on another thread: llama.cpp's tokenizer takes about
- * 0.5 µs a character here, so below this it holds the event loop for a few milliseconds at most.
- */
-export const OFF_LOOP_CHARACTERS = 8192;
 
 /** The tokenizer of a GGUF model, from llama.cpp. */
 export class GgufTokenizer implements Tokenizer {
   readonly #model: LlamaModel;
-  /** The GGUF file, for the thread that tokenizes long texts; undefined: every text is tokenized here. */
-  readonly #path: string | undefined;
-  #thread: TokenizerThread | undefined;
+  /** Tokenizes long texts on a thread that loads the same GGUF; undefined: every text is tokenized here. */
+  readonly #offLoop: OffLoopEncoder | undefined;
   #maxTokenBytes: number | undefined;
 
   private constructor(model: LlamaModel, path: string | undefined) {
     this.#model = model;
-    this.#path = path;
+    this.#offLoop =
+      path === undefined
+        ? undefined
+        : new OffLoopEncoder({ kind: "gguf", path }, (text, special) => this.encode(text, { special }));
   }
 
   /** Loads only the vocabulary of the GGUF at `path` (no weights); long texts are tokenized off the event loop. */
@@ -62,42 +58,19 @@ export class GgufTokenizer implements Tokenizer {
    * long text starts the thread; until it is ready (seconds), and should it fail (a process warning
    * says why), long texts are tokenized here as short ones are.
    */
-  async encodeAsync(text: string, options: { special?: boolean } = {}): Promise<number[]> {
-    if (text.length < OFF_LOOP_CHARACTERS || this.#path === undefined) return this.encode(text, options);
-    const thread = this.#startThread(this.#path);
-    if (!thread.ready) return this.encode(text, options);
-    try {
-      return await thread.encode(text, options.special ?? false);
-    } catch (error) {
-      if (!thread.failure) throw error;
-      return this.encode(text, options);
-    }
+  encodeAsync(text: string, options: { special?: boolean } = {}): Promise<number[]> {
+    if (!this.#offLoop) return Promise.resolve(this.encode(text, options));
+    return this.#offLoop.encode(text, options.special ?? false);
   }
 
   /** Resolves true once long texts go to the tokenizing thread (starting it), false where they cannot. */
   async offLoopReady(): Promise<boolean> {
-    if (this.#path === undefined) return false;
-    try {
-      await this.#startThread(this.#path).started();
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  #startThread(path: string): TokenizerThread {
-    if (this.#thread) return this.#thread;
-    const thread = new TokenizerThread(path);
-    thread.started().catch((error: Error) => {
-      process.emitWarning(`long prompts are tokenized on the event loop: ${error.message}`, "ArmatureWarning");
-    });
-    this.#thread = thread;
-    return thread;
+    return (await this.#offLoop?.ready()) ?? false;
   }
 
   /** Stops the tokenizing thread, if one started. */
   async close(): Promise<void> {
-    await this.#thread?.close();
+    await this.#offLoop?.close();
   }
 
   /** Special tokens decode to nothing, as with vLLM's `skip_special_tokens`. */

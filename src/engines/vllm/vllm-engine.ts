@@ -2,7 +2,8 @@ import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import { checkTokenizerAgrees, type EngineTokenizer } from "../llama-server/tokenizer-probe.js";
+import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { vllmCompletionBody } from "./vllm-completion-body.js";
 
@@ -58,7 +59,7 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
     maxBatchedTokens: contextLength,
     maxSequences: 256,
     contextLength,
-    tokenizer: { kind: "gguf", path: tokenizer.path },
+    tokenizer: tokenizer.source,
     chatTemplate: tokenizer.chatTemplate,
     eosTokenIds: tokenizer.eosTokenIds,
     bosToken: tokenizer.bosToken,
