@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import {
   connectLlamaServer,
+  connectSglang,
   connectVllm,
   type Engine,
   type EngineTokenizer,
@@ -19,7 +20,7 @@ import type { ServeOptions } from "./serve-options.js";
 import type { StartedWorkers } from "./start-workers.js";
 
 /**
- * `--engine llama-server` or `--engine vllm`: one worker per `--engine-url`, each the sidecar of an
+ * `--engine llama-server`, `vllm` or `sglang`: one worker per `--engine-url`, each the sidecar of an
  * unmodified engine server that someone else started (docs/engines.md). What a sidecar cannot do is
  * refused by name: split prefill and decode, a planner (it starts no engines), a worker count other
  * than the URLs given, KV event endpoints that do not pair with the URLs.
@@ -70,10 +71,10 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       "--tokenizer and --model both name the model's tokenizer: give one (--model-name names the model)",
     );
   }
-  if (options.engine === "vllm" && options.model === undefined && options.tokenizer === undefined) {
+  if (options.engine !== "llama-server" && options.model === undefined && options.tokenizer === undefined) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      "--tokenizer is needed: a vllm worker reads the model's tokenizer (--tokenizer DIR, the model's Hugging Face folder with tokenizer.json; or --model, the GGUF vLLM serves)",
+      `--tokenizer is needed: a ${options.engine} worker reads the model's tokenizer (--tokenizer DIR, the model's Hugging Face folder with tokenizer.json; or --model, a GGUF of the model ${options.engine} serves)`,
     );
   }
   const waitMs = options.engineWaitMs ?? 60_000;
@@ -84,15 +85,17 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
   const dropped = logger.child({ component: "engine-kv-events" });
   const connect = async (url: string, index: number): Promise<WorkerHost> => {
     const common = { url, tokenizer, startTimeoutMs: waitMs, blockSize: options.blockSize };
+    const publisher = {
+      kvEventsEndpoint: events[index],
+      kvEventsReplayEndpoint: replays[index],
+      onDroppedEvents: (reason: string) => dropped.warn({ engineUrl: url, reason }, "KV event batch dropped"),
+    };
     const engine: Engine =
       options.engine === "vllm"
-        ? await connectVllm({
-            ...common,
-            kvEventsEndpoint: events[index],
-            kvEventsReplayEndpoint: replays[index],
-            onDroppedEvents: (reason) => dropped.warn({ engineUrl: url, reason }, "KV event batch dropped"),
-          })
-        : await connectLlamaServer(common);
+        ? await connectVllm({ ...common, ...publisher })
+        : options.engine === "sglang"
+          ? await connectSglang({ ...common, ...publisher })
+          : await connectLlamaServer(common);
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role: "aggregated", tracing });
     } catch (error) {

@@ -24,8 +24,8 @@ test("a flag beats its environment twin, which beats the config file", async () 
 test("bad values name the flag and its environment variable", () => {
   assert.throws(() => resolveServeOptions(["--workers", "zero"], {}), /--workers \(ARMATURE_WORKERS\) must be an integer/);
   assert.throws(
-    () => resolveServeOptions([], { ARMATURE_ENGINE: "sglang" }),
-    /--engine \(ARMATURE_ENGINE\) must be one of llamacpp, mocker, llama-server, vllm, got 'sglang'/,
+    () => resolveServeOptions([], { ARMATURE_ENGINE: "trtllm" }),
+    /--engine \(ARMATURE_ENGINE\) must be one of llamacpp, mocker, llama-server, vllm, sglang, got 'trtllm'/,
   );
   assert.throws(() => resolveServeOptions(["--bogus", "1"], {}), /Unknown option/);
 });

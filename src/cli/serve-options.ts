@@ -41,7 +41,7 @@ export interface ServeOptions {
   readonly metricsRequireKey: boolean;
   /** HTTPS instead of HTTP (`--tls-cert`, `--tls-key`, `--tls-ca`); files reread on SIGHUP. */
   readonly tls: HttpsFiles | undefined;
-  readonly engine: "llamacpp" | "mocker" | "llama-server" | "vllm";
+  readonly engine: "llamacpp" | "mocker" | EngineServerKind;
   /** `--engine-url` (repeatable): the engine servers a sidecar worker drives, one worker each. */
   readonly engineUrls: readonly string[];
   /** `--kv-events-endpoint`, `--kv-events-replay-endpoint`: per engine URL, in its order (vllm). */
@@ -145,6 +145,13 @@ export interface HttpsFiles {
   readonly keyFile: string;
   /** CA of the client certificates; given, clients must present one (mutual TLS). */
   readonly clientCaFile: string | undefined;
+}
+
+/** The engines that run as servers someone else starts, each driven by a sidecar worker. */
+export type EngineServerKind = "llama-server" | "vllm" | "sglang";
+
+export function isEngineServer(engine: string): engine is EngineServerKind {
+  return engine === "llama-server" || engine === "vllm" || engine === "sglang";
 }
 
 export function resolveServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeOptions {

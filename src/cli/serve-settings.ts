@@ -124,31 +124,31 @@ export const serveSettings: Record<string, Setting> = {
   engine: {
     type: "string",
     env: "ARMATURE_ENGINE",
-    help: "llamacpp | mocker | llama-server | vllm (default llamacpp); llama-server, vllm: drive the unmodified servers of --engine-url",
-    choices: ["llamacpp", "mocker", "llama-server", "vllm"],
+    help: "llamacpp | mocker | llama-server | vllm | sglang (default llamacpp); llama-server, vllm, sglang: drive the unmodified servers of --engine-url",
+    choices: ["llamacpp", "mocker", "llama-server", "vllm", "sglang"],
   },
   "engine-url": {
     type: "string",
     env: "ARMATURE_ENGINE_URL",
     multiple: true,
-    help: "llama-server, vllm: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
+    help: "llama-server, vllm, sglang: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
   },
   "kv-events-endpoint": {
     type: "string",
     env: "ARMATURE_KV_EVENTS_ENDPOINT",
     multiple: true,
-    help: "vllm: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
+    help: "vllm, sglang: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
   },
   "kv-events-replay-endpoint": {
     type: "string",
     env: "ARMATURE_KV_EVENTS_REPLAY_ENDPOINT",
     multiple: true,
-    help: "vllm: the ZMQ replay socket of each --kv-events-endpoint, in the same order (absent: missed batches are counted, not fetched)",
+    help: "vllm, sglang: the ZMQ replay socket of each --kv-events-endpoint, in the same order (absent: missed batches are counted, not fetched)",
   },
   "engine-wait": {
     type: "number",
     env: "ARMATURE_ENGINE_WAIT",
-    help: "llama-server, vllm: seconds to wait at start for each engine server's GET /health (default 60)",
+    help: "llama-server, vllm, sglang: seconds to wait at start for each engine server's GET /health (default 60)",
   },
   model: {
     type: "string",
@@ -159,7 +159,7 @@ export const serveSettings: Record<string, Setting> = {
   tokenizer: {
     type: "string",
     env: "ARMATURE_TOKENIZER",
-    help: "llama-server, vllm: the model's Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json, chat template), instead of a GGUF --model",
+    help: "llama-server, vllm, sglang: the model's Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json, chat template), instead of a GGUF --model",
   },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },

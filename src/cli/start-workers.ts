@@ -16,7 +16,7 @@ import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
 import { startEngineSidecars } from "./engine-sidecars.js";
-import { type LlamaHardwareOptions, type ServeOptions, servedModelName } from "./serve-options.js";
+import { isEngineServer, type LlamaHardwareOptions, type ServeOptions, servedModelName } from "./serve-options.js";
 
 /**
  * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default
@@ -62,7 +62,7 @@ export async function startWorkers(
   logger: Logger,
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
-  if (options.engine === "llama-server" || options.engine === "vllm") return startEngineSidecars(options, runtime, logger);
+  if (isEngineServer(options.engine)) return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
   // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
   const models: { path: string | undefined; name: string }[] =
@@ -166,7 +166,7 @@ function refuseSidecarFlags(options: ServeOptions): void {
   if (given) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `--${given[0]} is for --engine llama-server or --engine vllm; --engine ${options.engine} runs its model in this process`,
+      `--${given[0]} is for the engine servers (--engine llama-server, vllm or sglang); --engine ${options.engine} runs its model in this process`,
     );
   }
 }
@@ -185,7 +185,7 @@ function refuseLlamaFlags(options: ServeOptions): void {
   if (given) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      options.engine === "llama-server" || options.engine === "vllm"
+      isEngineServer(options.engine)
         ? `--${flags[given]} is for --engine llamacpp; ${options.engine} takes its own on its command line`
         : `--${flags[given]} is for --engine llamacpp; the ${options.engine} runs no llama.cpp`,
     );

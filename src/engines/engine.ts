@@ -5,7 +5,7 @@ import type { EmbedRequest, GenerateRequest, GenerateResponse, KvCosts, KvEvent,
  * role, which the worker decides.
  */
 export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & {
-  readonly kind: "llamacpp" | "mocker" | "llama-server" | "vllm";
+  readonly kind: "llamacpp" | "mocker" | "llama-server" | "vllm" | "sglang";
 };
 
 /** Instantaneous load of an engine. */

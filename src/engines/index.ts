@@ -27,6 +27,8 @@ export { ObjectTier } from "./mocker/object-tier.js";
 export type { TimingModel, TimingProfile } from "./mocker/timing-model.js";
 export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "./mocker/timing-model.js";
 export { SeededRandom } from "./seeded-random.js";
+export type { SglangEngineOptions } from "./sglang/sglang-engine.js";
+export { connectSglang } from "./sglang/sglang-engine.js";
 export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/model-cache.js";
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";

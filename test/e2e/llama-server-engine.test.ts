@@ -266,5 +266,5 @@ test("a tokenizer folder of another model is refused, naming both token lists; -
     },
     (e: Error) => e.message,
   );
-  assert.match(inProcess, /--tokenizer is for --engine llama-server or --engine vllm/);
+  assert.match(inProcess, /--tokenizer is for the engine servers \(--engine llama-server, vllm or sglang\)/);
 });

@@ -77,7 +77,7 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
   assert.equal(url.code, 1);
   assert.match(
     url.stderr,
-    /--engine-url is for --engine llama-server or --engine vllm; --engine mocker runs its model in this process/,
+    /--engine-url is for the engine servers \(--engine llama-server, vllm or sglang\); --engine mocker runs its model in this process/,
   );
   const cpuOnly = await run(["serve", "--port", "0", "--gpu", "off", "--gpu-layers", "max"], 30_000);
   assert.equal(cpuOnly.code, 1);

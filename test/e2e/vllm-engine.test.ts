@@ -7,10 +7,10 @@ import OpenAI from "openai";
 import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
 import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
-import { type FakeVllm, startFakeVllm } from "../helpers/fake-vllm.js";
+import { type FakeVllm, startFakeVllm } from "../helpers/fake-engine-server.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
 
-// `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-vllm.ts: its
+// `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-engine-server.ts: its
 // OpenAI routes, /metrics and ZMQ KV event publisher with replay; no vLLM runs on these machines),
 // one publishing events as tagged arrays, the other as maps (vLLM 0.26). The router follows their
 // caches from the events alone: prefixes cached by requests armature never sent attract its requests.

@@ -26,8 +26,11 @@ export interface EngineServerDialect {
   readonly path: string;
   /** The request body; throws `NOT_SUPPORTED` naming what the engine cannot do. */
   body(request: GenerateRequest): Record<string, unknown>;
-  /** One SSE `data` payload; throws `ENGINE_FAILED` naming the URL on anything not the engine's. */
-  parse(data: string): StreamChunk;
+  /**
+   * One SSE `data` payload, the request's `emitted` tokens already read (for engines whose messages
+   * repeat every token so far); throws `ENGINE_FAILED` naming the URL on anything not the engine's.
+   */
+  parse(data: string, emitted: number): StreamChunk;
 }
 
 /** The engine's own view of its load, where it publishes one (polled with its health). */
@@ -110,7 +113,7 @@ export class EngineServerEngine implements Engine {
         try {
           for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
             for (const data of reader.push(decoder.decode(piece, { stream: true }))) {
-              const chunk = dialect.parse(data);
+              const chunk = dialect.parse(data, tokens);
               if (chunk.tokens.length > 0) {
                 tokens += chunk.tokens.length;
                 yield { type: "token-delta", tokenIds: chunk.tokens };

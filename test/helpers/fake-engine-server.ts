@@ -6,14 +6,22 @@ import { Publisher, Router } from "zeromq";
 import { freePort } from "./nats-server.js";
 
 /**
- * A wire-faithful stand-in for `vllm serve` with `--kv-events-config` (no vLLM runs on these
- * machines): the OpenAI routes armature's vllm worker uses (`/health`, `/v1/models`, `/tokenize`,
+ * Wire-faithful stand-ins for `vllm serve` and SGLang's `launch_server`, each with its
+ * `--kv-events-config` (neither runs on these machines). The vLLM one serves the OpenAI routes armature's vllm worker uses (`/health`, `/v1/models`, `/tokenize`,
  * streaming `/v1/completions` with `return_token_ids` and usage), Prometheus `/metrics` with
  * `vllm:cache_config_info`, and the KV event publisher: a ZMQ PUB of `[topic, seq u64 BE, msgpack
  * EventBatch]` and its ROUTER replay socket, events as tagged arrays (vLLM before mid-2026) or maps
  * (0.26 on). Its "engine" is a prefix cache of whole blocks with engine hashes of its own (SHA-256,
  * as vLLM's default): a prompt's cached blocks are reported as `cached_tokens`, its new full blocks
  * published as `BlockStored`. Generated text is a deterministic function of the prompt.
+ *
+ * The SGLang one (`api: "sglang"`) shares the cache and the publisher (SGLang's events are vLLM's
+ * wire, tagged arrays, its batch's third field the attention DP rank) and serves what armature's
+ * sglang worker uses: `/health`, `/v1/models`, `/server_info` (page size, KV tokens, running
+ * requests, streaming mode), `/tokenize`, native `/generate` (`input_ids` in; each message's
+ * `output_ids` every token so far, or with `incremental` only the new ones, as
+ * `--incremental-streaming-output` does; `meta_info` with `finish_reason` and `cached_tokens`;
+ * `[DONE]`) and `/metrics` with SGLang's gauges.
  */
 export interface FakeVllm {
   readonly url: string;
@@ -29,6 +37,10 @@ export interface FakeVllm {
 }
 
 export interface FakeVllmSettings {
+  /** Which server it stands in for (default vllm). */
+  readonly api?: "vllm" | "sglang";
+  /** sglang: each stream message carries only its new tokens (`--incremental-streaming-output`). */
+  readonly incremental?: boolean;
   /** `encode(text)` of the model's tokenizer (the GGUF the worker reads). */
   readonly tokenize: (text: string) => readonly number[];
   readonly blockSize?: number;
@@ -142,10 +154,87 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     return JSON.parse(Buffer.concat(chunks).toString() || "{}") as Record<string, unknown>;
   };
 
+  const api = settings.api ?? "vllm";
+  /** The double's next token after `last`. */
+  const next = (last: number): number => (last * 31 + 7) % vocab;
+
+  /** SGLang's routes; false where the request is not one of them. */
+  const sglang = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if (req.url === "/server_info") {
+      json(res, 200, {
+        model_path: served,
+        page_size: blockSize,
+        max_total_num_tokens: 4096 * blockSize,
+        max_running_requests: 64,
+        incremental_streaming_output: settings.incremental === true,
+      });
+      return true;
+    }
+    if (req.url === "/metrics") {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      const labels = `model_name="${served}",engine_type="unified",tp_rank="0",pp_rank="0"`;
+      res.end(
+        [
+          "# TYPE sglang:num_running_reqs gauge",
+          `sglang:num_running_reqs{${labels}} ${running}.0`,
+          "# TYPE sglang:num_queue_reqs gauge",
+          `sglang:num_queue_reqs{${labels}} 0.0`,
+          "# TYPE sglang:token_usage gauge",
+          `sglang:token_usage{${labels}} ${(cache.size / 4096).toFixed(2)}`,
+          "",
+        ].join("\n"),
+      );
+      return true;
+    }
+    if (req.url !== "/generate" || req.method !== "POST") return false;
+    const body = await read(req);
+    const prompt = body.input_ids as number[];
+    const maxTokens = Number((body.sampling_params as { max_new_tokens?: unknown }).max_new_tokens);
+    running++;
+    const cached = await admit(prompt);
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    let last = prompt.at(-1) ?? 0;
+    let closed = false;
+    res.on("close", () => {
+      closed = true;
+    });
+    const output: number[] = [];
+    for (let i = 0; i < maxTokens && !closed; i++) {
+      last = next(last);
+      output.push(last);
+      const finished = i === maxTokens - 1;
+      const message = {
+        text: "x",
+        output_ids: settings.incremental ? [last] : [...output],
+        meta_info: {
+          id: String(body.rid),
+          finish_reason: finished ? { type: "length", length: maxTokens } : null,
+          prompt_tokens: prompt.length,
+          completion_tokens: output.length,
+          cached_tokens: cached,
+        },
+      };
+      res.write(`data: ${JSON.stringify(message)}\n\n`);
+      await new Promise((r) => setImmediate(r));
+    }
+    running--;
+    if (!closed) res.end("data: [DONE]\n\n");
+    return true;
+  };
+
   const server: Server = createServer(async (req, res) => {
     if (req.url === "/health") return void res.writeHead(200).end();
     if (req.url === "/v1/models") {
-      return json(res, 200, { object: "list", data: [{ id: served, object: "model", owned_by: "vllm", max_model_len: 4096 }] });
+      return json(res, 200, { object: "list", data: [{ id: served, object: "model", owned_by: api, max_model_len: 4096 }] });
+    }
+    if (req.url === "/tokenize" && req.method === "POST") {
+      const body = await read(req);
+      const tokens = settings.tokenize(String(body.prompt));
+      return json(res, 200, { count: tokens.length, max_model_len: 4096, tokens });
+    }
+    if (api === "sglang") {
+      if (!(await sglang(req, res))) json(res, 404, { detail: "Not Found" });
+      return;
     }
     if (req.url === "/metrics") {
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
@@ -162,11 +251,6 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
           "",
         ].join("\n"),
       );
-    }
-    if (req.url === "/tokenize" && req.method === "POST") {
-      const body = await read(req);
-      const tokens = settings.tokenize(String(body.prompt));
-      return json(res, 200, { count: tokens.length, max_model_len: 4096, tokens });
     }
     if (req.url === "/v1/completions" && req.method === "POST") {
       const body = await read(req);
@@ -187,7 +271,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         closed = true;
       });
       for (let i = 0; i < maxTokens && !closed; i++) {
-        last = (last * 31 + 7) % vocab;
+        last = next(last);
         const finish = i === maxTokens - 1 ? "length" : null;
         const chunk = {
           id,
@@ -249,4 +333,9 @@ function i64(value: bigint): Buffer {
   const b = Buffer.alloc(8);
   b.writeBigInt64BE(value);
   return b;
+}
+
+/** The SGLang stand-in: `startFakeVllm` with `api: "sglang"`. */
+export function startFakeSglang(settings: Omit<FakeVllmSettings, "api" | "form">): Promise<FakeVllm> {
+  return startFakeVllm({ ...settings, api: "sglang", form: "array" });
 }

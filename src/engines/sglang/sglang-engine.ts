@@ -1,0 +1,213 @@
+import { ArmatureError, type FinishReason } from "../../protocol/index.js";
+import type { EngineInfo, EngineLoad } from "../engine.js";
+import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
+import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
+import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
+import { sglangGenerateBody } from "./sglang-generate-body.js";
+
+export interface SglangEngineOptions {
+  /** Where `python -m sglang.launch_server` listens (`--engine-url`). */
+  readonly url: string;
+  /** The model's tokenizer as the worker reads it (`--tokenizer DIR` or `--model`). */
+  readonly tokenizer: EngineTokenizer;
+  /** SGLang's KV event publisher (its `--kv-events-config` `endpoint`, with the host to reach). */
+  readonly kvEventsEndpoint?: string | undefined;
+  /** Its replay socket. */
+  readonly kvEventsReplayEndpoint?: string | undefined;
+  /** `--block-size`, when given: checked against SGLang's page size. */
+  readonly blockSize?: number | undefined;
+  readonly startTimeoutMs?: number | undefined;
+  readonly healthIntervalMs?: number | undefined;
+  /** A KV event batch dropped (malformed, a gap not filled, another attention group's). */
+  readonly onDroppedEvents?: ((reason: string) => void) | undefined;
+}
+
+/** What the worker reads of SGLang's server arguments and state. */
+interface ServerInfo {
+  /** Tokens per KV page: the block size of its events. */
+  readonly pageSize: number;
+  /** KV capacity in tokens. */
+  readonly totalTokens: number;
+  readonly maxRunning: number;
+  /** `--incremental-streaming-output` (formerly `--stream-output`): each message carries only its new tokens. */
+  readonly incremental: boolean;
+}
+
+/**
+ * An unmodified SGLang server (`sglang.launch_server`), driven on its native `/generate` with token
+ * ids in and out (`input_ids`, `output_ids`), its radix cache followed through its ZMQ KV events
+ * (`--kv-events-config` with `"publisher": "zmq"`: the same wire as vLLM's, tagged arrays), its load
+ * from `/metrics` (`--enable-metrics`). Its block size is its page size (`/server_info`); a
+ * `--block-size` that differs stops the start. Streams in either of SGLang's modes are read: by
+ * default each message repeats every token so far; with `--incremental-streaming-output` it holds
+ * the new ones only.
+ */
+export async function connectSglang(options: SglangEngineOptions): Promise<EngineServerEngine> {
+  const url = engineUrl(options.url);
+  await waitHealthy("sglang", url, options.startTimeoutMs ?? 60_000);
+  const models = (await getJson("sglang", url, "/v1/models")) as { data?: { id?: unknown; max_model_len?: unknown }[] };
+  const card = models?.data?.[0];
+  if (typeof card?.id !== "string")
+    throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: GET /v1/models lists no model; is it an sglang?`);
+  const server = await readServerInfo(url);
+  if (options.blockSize !== undefined && options.blockSize !== server.pageSize) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--block-size ${options.blockSize}: the sglang at ${url} keeps its KV cache in pages of ${server.pageSize} tokens (--page-size); leave --block-size out or give ${server.pageSize}`,
+    );
+  }
+  const model = card.id;
+  await checkTokenizerAgrees("sglang", url, options.tokenizer, (prompt) => ({ model, prompt, add_special_tokens: false }));
+  const contextLength = Number.isInteger(card.max_model_len) ? (card.max_model_len as number) : 4096;
+  const { tokenizer } = options;
+  const totalBlocks = Math.floor(server.totalTokens / server.pageSize);
+  const info: EngineInfo = {
+    kind: "sglang",
+    backend: "sglang",
+    blockSize: server.pageSize,
+    totalKvBlocks: totalBlocks,
+    maxBatchedTokens: contextLength,
+    maxSequences: server.maxRunning,
+    contextLength,
+    tokenizer: tokenizer.source,
+    chatTemplate: tokenizer.chatTemplate,
+    eosTokenIds: tokenizer.eosTokenIds,
+    bosToken: tokenizer.bosToken,
+    eosToken: tokenizer.eosToken,
+    publishesKvEvents: options.kvEventsEndpoint !== undefined,
+    engineUrl: url,
+  };
+  const engine = new EngineServerEngine({
+    url,
+    info,
+    dialect: sglangDialect(url, server.incremental),
+    slots: server.maxRunning,
+    healthIntervalMs: options.healthIntervalMs,
+    readLoad: (at) => readSglangLoad(at, totalBlocks),
+  });
+  if (options.kvEventsEndpoint) {
+    const stream = new EngineKvEventStream({
+      endpoint: options.kvEventsEndpoint,
+      replayEndpoint: options.kvEventsReplayEndpoint,
+      blockSize: server.pageSize,
+      onEvents: (events) => engine.emit(events),
+      onDropped: (reason) => options.onDroppedEvents?.(reason),
+      onFatal: (message) => process.emitWarning(`sglang at ${url}: ${message}`, "ArmatureWarning"),
+    });
+    stream.start();
+    engine.onClose(() => stream.close());
+  }
+  return engine;
+}
+
+function sglangDialect(url: string, incremental: boolean): EngineServerDialect {
+  return {
+    kind: "sglang",
+    path: "/generate",
+    body: (request) => sglangGenerateBody(request),
+    parse: (data, emitted) => parseSglangChunk(url, data, incremental ? 0 : emitted),
+  };
+}
+
+/**
+ * One message of SGLang's `/generate` stream: `output_ids` (all so far, or the new ones: `skip` is
+ * how many of them were read before), `meta_info` with `finish_reason` (null, or `{type: "stop" |
+ * "length" | "abort", …}`) and `cached_tokens`; then `[DONE]`.
+ */
+export function parseSglangChunk(url: string, data: string, skip: number): StreamChunk {
+  if (data === "[DONE]") return { tokens: [], done: true };
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw notSglang(url, `a stream message that is not JSON: ${data.slice(0, 120)}`);
+  }
+  const message = value as {
+    output_ids?: unknown;
+    meta_info?: { finish_reason?: unknown; cached_tokens?: unknown } | null;
+    error?: { message?: unknown } | string;
+  };
+  if (message === null || typeof message !== "object") throw notSglang(url, "a stream message that is not an object");
+  if (message.error) {
+    const text = typeof message.error === "string" ? message.error : String(message.error.message);
+    throw new ArmatureError("ENGINE_FAILED", `sglang at ${url} failed the request: ${text}`);
+  }
+  const ids = message.output_ids;
+  if (!Array.isArray(ids) || !ids.every((t) => Number.isInteger(t) && t >= 0)) {
+    throw notSglang(url, "a message whose output_ids are not token ids");
+  }
+  if (ids.length < skip)
+    throw notSglang(url, `${ids.length} output_ids after ${skip} were read (is its streaming mode as it says?)`);
+  const meta = message.meta_info;
+  if (meta === null || typeof meta !== "object") throw notSglang(url, "a message without meta_info");
+  const finishReason = finishOf(url, meta.finish_reason);
+  const cached = meta.cached_tokens;
+  return {
+    tokens: skip === 0 ? ids : ids.slice(skip),
+    finishReason,
+    ...(Number.isInteger(cached) ? { cachedTokens: cached as number } : {}),
+  };
+}
+
+const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", abort: "cancelled" };
+
+function finishOf(url: string, reason: unknown): FinishReason | undefined {
+  if (reason === null || reason === undefined) return undefined;
+  const type = (reason as { type?: unknown }).type;
+  const mapped = typeof type === "string" ? FINISH[type] : undefined;
+  if (!mapped) throw notSglang(url, `a finish_reason ${JSON.stringify(reason)}`);
+  if (mapped === "cancelled") {
+    const why = (reason as { message?: unknown }).message;
+    throw new ArmatureError("ENGINE_FAILED", `sglang at ${url} aborted the request${why ? `: ${String(why)}` : ""}`);
+  }
+  return mapped;
+}
+
+function notSglang(url: string, what: string): ArmatureError {
+  return new ArmatureError("ENGINE_FAILED", `sglang at ${url} sent ${what}`);
+}
+
+/** `GET /server_info` (`/get_server_info` before SGLang 0.4.8): page size, KV tokens, running requests, streaming mode. */
+async function readServerInfo(url: string): Promise<ServerInfo> {
+  const read = (path: string) =>
+    getJson("sglang", url, path).then(
+      (value) => value as Record<string, unknown> | null,
+      () => undefined,
+    );
+  let info = await read("/server_info");
+  if (!Number.isInteger(info?.page_size)) info = await read("/get_server_info");
+  const pageSize = info?.page_size;
+  if (!Number.isInteger(pageSize) || (pageSize as number) < 1) {
+    throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: GET /server_info has no page_size; is it an sglang?`);
+  }
+  const total = info?.max_total_num_tokens;
+  const running = info?.max_running_requests;
+  return {
+    pageSize: pageSize as number,
+    totalTokens: Number.isInteger(total) ? (total as number) : 0,
+    maxRunning: Number.isInteger(running) && (running as number) > 0 ? (running as number) : 256,
+    incremental: info?.incremental_streaming_output === true || info?.stream_output === true,
+  };
+}
+
+/** SGLang's `/metrics` (with `--enable-metrics`), read; nothing where it is off. */
+async function readSglangLoad(url: string, totalBlocks: number): Promise<Partial<EngineLoad> | undefined> {
+  const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) });
+  if (!response.ok) return undefined;
+  return sglangLoad(await response.text(), totalBlocks);
+}
+
+/** SGLang's gauges as a load: running and queued requests, the KV pool's used share in blocks. */
+export function sglangLoad(text: string, totalBlocks: number): Partial<EngineLoad> {
+  const gauge = (name: string) => metricValue(text, `sglang:${name}`);
+  const running = gauge("num_running_reqs");
+  const waiting = gauge("num_queue_reqs");
+  const usage = gauge("token_usage");
+  return {
+    ...(Number.isFinite(running) ? { activeRequests: running } : {}),
+    ...(Number.isFinite(waiting) ? { waitingRequests: waiting } : {}),
+    ...(Number.isFinite(usage) ? { activeKvBlocks: Math.round(usage * totalBlocks) } : {}),
+  };
+}

@@ -1,0 +1,48 @@
+import { randomInt } from "node:crypto";
+import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
+
+/**
+ * The body of SGLang's native `POST /generate` for a generate request: the prompt as token ids
+ * (`input_ids`: no chat template, no special tokens added), streamed, the request id as SGLang's
+ * `rid`. SGLang's sampling defaults are top-k -1, top-p 1, min-p 0 and penalties off (its
+ * `SamplingParams`), so each field is mapped as asked and the rest left at them; greedy is
+ * temperature 0. What armature does not map yet is refused by name.
+ */
+export function sglangGenerateBody(request: GenerateRequest): Record<string, unknown> {
+  if (request.logprobs) refuse("logprobs", "armature does not read SGLang's log-probabilities yet");
+  if (request.constraint) {
+    refuse(
+      request.constraint.type === "grammar" ? request.constraint.param : "response_format",
+      "structured output is not mapped to SGLang's json_schema, regex or ebnf yet",
+    );
+  }
+  if (request.disaggregation) refuse("disaggregation", "split prefill and decode through SGLang are not driven yet");
+  const { sampling } = request;
+  const sampled = sampling.temperature > 0;
+  return {
+    input_ids: request.tokenIds,
+    rid: request.requestId,
+    stream: true,
+    sampling_params: {
+      max_new_tokens: request.maxTokens,
+      temperature: sampling.temperature,
+      ...(sampling.topP !== undefined ? { top_p: sampling.topP } : {}),
+      ...(sampling.topK !== undefined ? { top_k: sampling.topK } : {}),
+      ...(sampling.minP !== undefined ? { min_p: sampling.minP } : {}),
+      ...(sampled ? { sampling_seed: sampling.seed === undefined ? randomInt(0x7fffffff) : sampling.seed } : {}),
+      ...(sampling.presencePenalty !== undefined ? { presence_penalty: sampling.presencePenalty } : {}),
+      ...(sampling.frequencyPenalty !== undefined ? { frequency_penalty: sampling.frequencyPenalty } : {}),
+      ...(sampling.repetitionPenalty !== undefined ? { repetition_penalty: sampling.repetitionPenalty } : {}),
+      ...(sampling.logitBias && sampling.logitBias.length > 0
+        ? { logit_bias: Object.fromEntries(sampling.logitBias.map((entry) => [String(entry.token), entry.bias])) }
+        : {}),
+      ...(request.ignoreEos ? { ignore_eos: true } : {}),
+      ...(request.minTokens ? { min_new_tokens: request.minTokens } : {}),
+      ...(request.stopTokenIds && request.stopTokenIds.length > 0 ? { stop_token_ids: request.stopTokenIds } : {}),
+    },
+  };
+}
+
+function refuse(param: string, why: string): never {
+  throw new ArmatureError("NOT_SUPPORTED", `${param} is not served by sglang workers: ${why}`, { param });
+}

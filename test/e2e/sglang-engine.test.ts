@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
+import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
+import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { type FakeVllm, startFakeSglang } from "../helpers/fake-engine-server.js";
+
+// `armature serve --engine sglang` in front of two SGLang test doubles (test/helpers/fake-engine-server.ts:
+// native /generate, /server_info, /tokenize, /metrics, and the ZMQ KV event publisher with replay;
+// no SGLang runs on these machines), one streaming every token so far in each message (SGLang's
+// default), the other only the new ones (--incremental-streaming-output).
+
+let model: string;
+let tokenizer: Tokenizer;
+let engines: FakeVllm[];
+let server: ServeProcess;
+let client: OpenAI;
+const MODEL = "armature-tiny-v2";
+const BLOCK = 16;
+
+before(async () => {
+  model = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-sglang-")));
+  tokenizer = await loadTokenizer({ kind: "gguf", path: model });
+  const tokenize = (text: string) => tokenizer.encode(text, { special: true });
+  engines = [await startFakeSglang({ tokenize }), await startFakeSglang({ tokenize, incremental: true })];
+  const args = ["--engine", "sglang", "--model", model];
+  for (const e of engines) {
+    args.push("--engine-url", e.url, "--kv-events-endpoint", e.eventsEndpoint, "--kv-events-replay-endpoint", e.replayEndpoint);
+  }
+  server = await startServe(args);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+});
+after(async () => {
+  assert.equal(await server.stop("SIGTERM"), 0, server.output());
+  await Promise.all(engines.map((e) => e.close()));
+});
+
+/** The double's tokens for a prompt: each the last times 31 plus 7, modulo 200. */
+function expectedTokens(prompt: readonly number[], count: number): number[] {
+  const out: number[] = [];
+  let last = prompt.at(-1) ?? 0;
+  for (let i = 0; i < count; i++) {
+    last = (last * 31 + 7) % 200;
+    out.push(last);
+  }
+  return out;
+}
+
+let nonce = 0;
+function freshPrompt(blocks: number): number[] {
+  nonce++;
+  return Array.from({ length: blocks * BLOCK }, (_, i) => 40 + ((nonce * 17 + i * 5) % 90));
+}
+
+/** Sends `prompt` to an SGLang directly, as another client of it would (armature does not see it). */
+async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promise<void> {
+  const response = await fetch(`${engine.url}/generate`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input_ids: prompt, sampling_params: { max_new_tokens: 1 }, stream: true }),
+  });
+  await response.text();
+}
+
+async function workerOf(engine: FakeVllm): Promise<string> {
+  const health = (await (await fetch(`${server.url}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
+  return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
+}
+
+for (const index of [0, 1]) {
+  const mode = index === 0 ? "every token so far" : "new tokens only";
+  test(`streams of ${mode}: a prefix cached there draws the request, whose tokens and usage are SGLang's`, async () => {
+    const engine = engines[index] as FakeVllm;
+    const prefix = freshPrompt(4);
+    await sendDirectly(engine, prefix);
+    await new Promise((r) => setTimeout(r, 200));
+    const prompt = [...prefix, 5, 6, 7];
+    const { data, response } = await client.completions
+      .create({ model: MODEL, prompt, max_tokens: 12, temperature: 0 })
+      .withResponse();
+    assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+    assert.equal(data.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 12)));
+    assert.equal(data.choices[0]?.finish_reason, "length");
+    assert.equal(data.usage?.completion_tokens, 12);
+    assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 4 * BLOCK);
+    // Streamed too: the same tokens, counted once each.
+    const stream = await client.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0, stream: true });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
+    assert.equal(text, tokenizer.decode(expectedTokens(prompt, 12)));
+  });
+}
+
+test("a batch the subscriber missed is fetched from the replay socket at the next one", async () => {
+  const engine = engines[1] as FakeVllm;
+  const missed = freshPrompt(5);
+  await sendDirectly(engines[0] as FakeVllm, missed.slice(0, 2 * BLOCK));
+  engine.dropNext(1);
+  await sendDirectly(engine, missed);
+  await sendDirectly(engine, freshPrompt(1));
+  await new Promise((r) => setTimeout(r, 300));
+  const { response, data } = await client.completions
+    .create({ model: MODEL, prompt: [...missed, 9], max_tokens: 2, temperature: 0 })
+    .withResponse();
+  assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+  assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 5 * BLOCK);
+});
+
+test("what the sglang worker does not map is refused by name", async () => {
+  const response = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, prompt: "Hi", max_tokens: 4, logprobs: 2 }),
+  });
+  assert.equal(response.status, 400);
+  const body = (await response.json()) as { error: { param: string; message: string } };
+  assert.equal(body.error.param, "logprobs");
+  assert.match(body.error.message, /not served by sglang workers/);
+});
+
+async function refused(args: string[]): Promise<string> {
+  return startServe(args).then(
+    async (s) => {
+      await s.stop();
+      return "started";
+    },
+    (e: Error) => e.message,
+  );
+}
+
+test("a --block-size other than SGLang's page size, a worker without a tokenizer, a server that is no SGLang: refused by name", async () => {
+  const engine = engines[0] as FakeVllm;
+  assert.match(
+    await refused(["--engine", "sglang", "--model", model, "--engine-url", engine.url, "--block-size", "32"]),
+    /--block-size 32: the sglang at .* keeps its KV cache in pages of 16 tokens/,
+  );
+  assert.match(await refused(["--engine", "sglang", "--engine-url", engine.url]), /--tokenizer is needed: a sglang worker/);
+  const impostor: Server = createServer((req, res) => {
+    res.writeHead(req.url === "/health" ? 200 : 404, { "content-type": "application/json" });
+    res.end(req.url === "/v1/models" ? '{"data":[{"id":"m"}]}' : '{"detail":"Not Found"}');
+  });
+  await new Promise<void>((resolve) => impostor.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(impostor.address() as { port: number }).port}`;
+    assert.match(
+      await refused(["--engine", "sglang", "--model", model, "--engine-url", url, "--engine-wait", "2"]),
+      /GET \/server_info has no page_size; is it an sglang\?/,
+    );
+  } finally {
+    impostor.close();
+  }
+});
+
+test("stream messages that are not SGLang's fail the request naming the URL; an engine abort is an error", () => {
+  const url = "http://h:1";
+  const message = (ids: unknown, finish: unknown = null) =>
+    JSON.stringify({ output_ids: ids, meta_info: { finish_reason: finish, cached_tokens: 3 } });
+  assert.deepEqual(parseSglangChunk(url, message([1, 2, 3]), 2), { tokens: [3], finishReason: undefined, cachedTokens: 3 });
+  assert.deepEqual(parseSglangChunk(url, message([4], { type: "stop", matched: 2 }), 0).finishReason, "stop");
+  assert.deepEqual(parseSglangChunk(url, "[DONE]", 5), { tokens: [], done: true });
+  assert.throws(() => parseSglangChunk(url, "{not json", 0), /sglang at http:\/\/h:1 sent a stream message that is not JSON/);
+  assert.throws(() => parseSglangChunk(url, message(["a"]), 0), /output_ids are not token ids/);
+  assert.throws(() => parseSglangChunk(url, message([1]), 2), /1 output_ids after 2 were read/);
+  assert.throws(() => parseSglangChunk(url, JSON.stringify({ output_ids: [1] }), 0), /without meta_info/);
+  assert.throws(() => parseSglangChunk(url, message([1], { type: "weird" }), 0), /a finish_reason/);
+  assert.throws(
+    () => parseSglangChunk(url, message([1], { type: "abort", message: "prompt too long" }), 0),
+    /aborted the request: prompt too long/,
+  );
+  assert.throws(() => parseSglangChunk(url, JSON.stringify({ error: { message: "boom" } }), 0), /failed the request: boom/);
+});
+
+test("SGLang's /metrics gauges become the worker's load", () => {
+  // The exposition SGLang writes with --enable-metrics (labels as its metrics collector sets them).
+  const text = [
+    "# HELP sglang:num_running_reqs The number of running requests.",
+    "# TYPE sglang:num_running_reqs gauge",
+    'sglang:num_running_reqs{engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"} 7.0',
+    "# TYPE sglang:num_queue_reqs gauge",
+    'sglang:num_queue_reqs{engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"} 3.0',
+    "# TYPE sglang:token_usage gauge",
+    'sglang:token_usage{engine_type="unified",model_name="m",pp_rank="0",tp_rank="0"} 0.25',
+  ].join("\n");
+  assert.deepEqual(sglangLoad(text, 1000), { activeRequests: 7, waitingRequests: 3, activeKvBlocks: 250 });
+  assert.deepEqual(sglangLoad("", 1000), {});
+});
