@@ -13,6 +13,7 @@ import {
   waitHealthy,
 } from "../engines/index.js";
 import { createTracing, type Logger } from "../observability/index.js";
+import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
@@ -21,9 +22,11 @@ import type { StartedWorkers } from "./start-workers.js";
 
 /**
  * `--engine llama-server`, `vllm` or `sglang`: one worker per `--engine-url`, each the sidecar of an
- * unmodified engine server that someone else started (docs/engines.md). What a sidecar cannot do is
- * refused by name: split prefill and decode, a planner (it starts no engines), a worker count other
- * than the URLs given, KV event endpoints that do not pair with the URLs.
+ * unmodified engine server that someone else started (docs/engines.md); with `--prefill-engine-url`
+ * (vllm), those servers prefill and the `--engine-url` ones decode, the KV moved by the engines'
+ * own connector. What a sidecar cannot do is refused by name: split roles on engines without a KV
+ * connector protocol, a planner (it starts no engines), a worker count other than the URLs given,
+ * KV event endpoints that do not pair with the URLs.
  */
 export async function startEngineSidecars(options: ServeOptions, runtime: Runtime, logger: Logger): Promise<StartedWorkers> {
   const urls = options.engineUrls;
@@ -33,15 +36,20 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       `--engine ${options.engine} needs --engine-url (one per ${options.engine}, repeatable)`,
     );
   }
+  const prefillUrls = options.prefillEngineUrls;
+  const roles = sidecarRoles(options);
+  const allUrls = [...urls, ...prefillUrls];
   const events = options.kvEventsEndpoints;
   const replays = options.kvEventsReplayEndpoints;
   if (options.engine === "llama-server" && events.length + replays.length > 0) {
     throw new ArmatureError("CONFIG_INVALID", "--kv-events-endpoint: llama-server publishes no KV events");
   }
-  if (events.length > 0 && events.length !== urls.length) {
+  if (events.length > 0 && events.length !== urls.length && events.length !== allUrls.length) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `--kv-events-endpoint was given ${events.length} times for ${urls.length} --engine-url: give one per engine, in the same order`,
+      `--kv-events-endpoint was given ${events.length} times for ${urls.length} --engine-url${
+        prefillUrls.length > 0 ? ` and ${prefillUrls.length} --prefill-engine-url` : ""
+      }: give one per engine, in the same order (--engine-url ones first)`,
     );
   }
   if (replays.length > 0 && replays.length !== events.length) {
@@ -56,13 +64,10 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       `--workers ${options.workers}: a ${options.engine} worker drives one --engine-url, and ${urls.length} were given`,
     );
   }
-  if (options.prefillWorkers > 0 || options.role !== "aggregated") {
-    throw new ArmatureError("CONFIG_INVALID", `--prefill/--role: ${options.engine} workers serve aggregated only`);
-  }
   if (options.planner) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      "--planner: the planner starts workers, and llama-server workers need their engines started first",
+      `--planner: the planner starts workers, and ${options.engine} workers need their engines started first`,
     );
   }
   if (options.tokenizer !== undefined && options.model !== undefined) {
@@ -83,7 +88,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const workers: WorkerHost[] = [];
   const dropped = logger.child({ component: "engine-kv-events" });
-  const connect = async (url: string, index: number): Promise<WorkerHost> => {
+  const connect = async (url: string, index: number, role: WorkerRole): Promise<WorkerHost> => {
     const common = { url, tokenizer, startTimeoutMs: waitMs, blockSize: options.blockSize };
     const publisher = {
       kvEventsEndpoint: events[index],
@@ -97,14 +102,14 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
           ? await connectSglang({ ...common, ...publisher })
           : await connectLlamaServer(common);
     try {
-      return await WorkerHost.create({ runtime, engine, modelName, logger, role: "aggregated", tracing });
+      return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing });
     } catch (error) {
       await engine.close();
       throw error;
     }
   };
   try {
-    for (const [index, url] of urls.entries()) workers.push(await connect(url, index));
+    for (const [index, url] of allUrls.entries()) workers.push(await connect(url, index, roles[index] as WorkerRole));
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
     await tracing.close();
@@ -120,6 +125,34 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
         new ArmatureError("NOT_SUPPORTED", `${options.engine} workers are added by starting their engines and workers`),
       ),
   };
+}
+
+/**
+ * Each URL's worker role: `--engine-url` workers decode for `--prefill-engine-url` ones (vLLM with a
+ * KV connector); `armature worker --role` gives all of its URLs one role; otherwise aggregated.
+ * Engines that cannot hand their KV to a peer refuse split roles by name.
+ */
+function sidecarRoles(options: ServeOptions): WorkerRole[] {
+  const split = options.prefillEngineUrls.length > 0 || options.role !== "aggregated";
+  if (split && options.engine !== "vllm") {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `${options.prefillEngineUrls.length > 0 ? "--prefill-engine-url" : `--role ${options.role}`}: ${options.engine} workers serve aggregated only (split prefill and decode through engine servers is driven for vllm)`,
+    );
+  }
+  if (options.prefillWorkers > 0) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "--prefill: engine-server workers prefill on the servers of --prefill-engine-url, one worker each",
+    );
+  }
+  if (options.prefillEngineUrls.length > 0 && options.role !== "aggregated") {
+    throw new ArmatureError("CONFIG_INVALID", "--role and --prefill-engine-url: give one (--role sets every URL's role)");
+  }
+  if (options.prefillEngineUrls.length > 0) {
+    return [...options.engineUrls.map((): WorkerRole => "decode"), ...options.prefillEngineUrls.map((): WorkerRole => "prefill")];
+  }
+  return options.engineUrls.map(() => options.role);
 }
 
 /** `--tokenizer DIR`, `--model FILE`, or the GGUF llama-server says it runs. */

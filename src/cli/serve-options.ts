@@ -44,6 +44,8 @@ export interface ServeOptions {
   readonly engine: "llamacpp" | "mocker" | EngineServerKind;
   /** `--engine-url` (repeatable): the engine servers a sidecar worker drives, one worker each. */
   readonly engineUrls: readonly string[];
+  /** `--prefill-engine-url` (repeatable, vllm): engine servers that prefill for those of `engineUrls`, which then decode. */
+  readonly prefillEngineUrls: readonly string[];
   /** `--kv-events-endpoint`, `--kv-events-replay-endpoint`: per engine URL, in its order (vllm). */
   readonly kvEventsEndpoints: readonly string[];
   readonly kvEventsReplayEndpoints: readonly string[];
@@ -281,6 +283,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     tls: httpsFiles(str("tls-cert"), str("tls-key"), str("tls-ca")),
     engine: (str("engine") as ServeOptions["engine"] | undefined) ?? "llamacpp",
     engineUrls: list("engine-url"),
+    prefillEngineUrls: list("prefill-engine-url"),
     kvEventsEndpoints: list("kv-events-endpoint"),
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),

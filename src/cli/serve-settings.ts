@@ -133,6 +133,12 @@ export const serveSettings: Record<string, Setting> = {
     multiple: true,
     help: "llama-server, vllm, sglang: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
   },
+  "prefill-engine-url": {
+    type: "string",
+    env: "ARMATURE_PREFILL_ENGINE_URL",
+    multiple: true,
+    help: "vllm: the URL of an engine server that prefills for the --engine-url ones (repeatable; both started with a KV connector, e.g. NixlConnector)",
+  },
   "kv-events-endpoint": {
     type: "string",
     env: "ARMATURE_KV_EVENTS_ENDPOINT",

@@ -157,6 +157,7 @@ function refuseSidecarFlags(options: ServeOptions): void {
   const given = (
     [
       ["engine-url", options.engineUrls.length > 0],
+      ["prefill-engine-url", options.prefillEngineUrls.length > 0],
       ["kv-events-endpoint", options.kvEventsEndpoints.length > 0],
       ["kv-events-replay-endpoint", options.kvEventsReplayEndpoints.length > 0],
       ["engine-wait", options.engineWaitMs !== undefined],

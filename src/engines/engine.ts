@@ -22,6 +22,8 @@ export interface EngineLoad {
 export type KvExport = (
   | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly bytes: number }
   | { readonly format: "modelled"; readonly bytes: number }
+  /** The KV stays in the engine server, which hands it to its decode peer itself (`params` say how). */
+  | { readonly format: "engine-transfer-params"; readonly params: Readonly<Record<string, unknown>>; readonly bytes: 0 }
 ) &
   ExportedFrom;
 
@@ -53,6 +55,8 @@ export interface PrefillResult {
 export type ImportedKv = (
   | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly firstToken: number }
   | { readonly format: "modelled"; readonly firstToken: number; readonly transferMs: number }
+  /** The prefill engine's transfer parameters: the engine pulls the KV itself. */
+  | { readonly format: "engine-transfer-params"; readonly params: Readonly<Record<string, unknown>>; readonly firstToken: number }
 ) & { readonly fromToken?: number | undefined };
 
 export interface PrefillOptions {

@@ -35,8 +35,14 @@ export type ResponseConstraint =
 export interface KvHandoff {
   readonly id: string;
   readonly prefillWorkerId: string;
-  /** `llamacpp-sequence-state`: llama.cpp sequence state file bytes; `modelled`: no bytes (mocker). */
-  readonly format: "llamacpp-sequence-state" | "modelled";
+  /**
+   * `llamacpp-sequence-state`: llama.cpp sequence state file bytes; `modelled`: no bytes (mocker);
+   * `engine-transfer-params`: the KV stays in an engine server that moves it itself (vLLM's
+   * NixlConnector), and `engineParams` is what its decode peer needs to pull it.
+   */
+  readonly format: "llamacpp-sequence-state" | "modelled" | "engine-transfer-params";
+  /** With `engine-transfer-params`: the engine's own transfer parameters (vLLM's `kv_transfer_params`). */
+  readonly engineParams?: Readonly<Record<string, unknown>> | undefined;
   /** Where the bytes are (empty for `modelled`). */
   readonly descriptors: readonly TransferDescriptor[];
   readonly bytes: number;

@@ -139,7 +139,8 @@ const descriptor: Schema<TransferDescriptor> = object({
 const handoff: Schema<KvHandoff> = object({
   id: str({ maxLength: 256 }),
   prefillWorkerId: id,
-  format: literal("llamacpp-sequence-state", "modelled"),
+  format: literal("llamacpp-sequence-state", "modelled", "engine-transfer-params"),
+  engineParams: optional(jsonObject()),
   descriptors: arrayOf(descriptor, 1024),
   bytes: int(),
   agent: str({ maxLength: 256 }),

@@ -120,8 +120,8 @@ export class KvExports {
     result: PrefillResult,
   ): Promise<KvHandoff> {
     const kv = result.kv as KvExport;
-    if (kv.format !== "modelled") {
-      // Modelled exports (the mocker) write nothing and take no room.
+    if (kv.format === "llamacpp-sequence-state") {
+      // Modelled exports (the mocker) write nothing and take no room; an engine server keeps its own.
       if (this.#heldBytes + kv.bytes > this.#maxBytes) {
         throw full(`an export of ${kv.bytes} bytes would take the waiting exports over ${this.#maxBytes} bytes (maxBytes)`);
       }
@@ -151,6 +151,7 @@ export class KvExports {
       id,
       prefillWorkerId: workerId,
       format: kv.format,
+      ...(kv.format === "engine-transfer-params" ? { engineParams: kv.params } : {}),
       descriptors,
       bytes: kv.bytes,
       agent: this.#agent.name,

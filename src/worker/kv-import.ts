@@ -12,7 +12,8 @@ export interface PulledKv {
    * prompt's first blocks that stayed behind because this worker holds them (handoffs with `fromToken`).
    */
   readonly transfer: {
-    readonly backend: BackendName;
+    /** `engine`: the engine servers moved the KV themselves (vLLM's NixlConnector); armature saw no bytes. */
+    readonly backend: BackendName | "engine";
     readonly bytes: number;
     readonly ms: number;
     readonly modelled: boolean;
@@ -40,6 +41,15 @@ export async function pullKv(
     return {
       importedKv: { format: "modelled", firstToken: handoff.firstToken, transferMs: estimate.ms, fromToken },
       transfer: { backend: estimate.backend, bytes: handoff.bytes, ms: estimate.ms, modelled: true, savedBytes },
+      release: async () => undefined,
+    };
+  }
+  if (handoff.format === "engine-transfer-params") {
+    if (!handoff.engineParams)
+      throw new ArmatureError("TRANSFER_FAILED", `KV handoff ${handoff.id} carries no engine parameters`);
+    return {
+      importedKv: { format: "engine-transfer-params", params: handoff.engineParams, firstToken: handoff.firstToken },
+      transfer: { backend: "engine", bytes: 0, ms: 0, modelled: false },
       release: async () => undefined,
     };
   }

@@ -209,3 +209,91 @@ test("--tokenizer with Qwen3's own tokenizer folder: its chat template and token
     await qwen.close();
   }
 });
+
+test("split prefill and decode through vLLM's KV connector: the decode server pulls what the prefill server kept", async () => {
+  const tokenize = (text: string) => tokenizer.encode(text, { special: true });
+  const decodeEngine = await startFakeVllm({ tokenize });
+  const prefillEngine = await startFakeVllm({ tokenize });
+  const noConnector = await startFakeVllm({ tokenize, noKvConnector: true });
+  const expiring = await startFakeVllm({ tokenize, expireTransfers: true });
+  const start = (prefillUrl: string) =>
+    startServe(["--engine", "vllm", "--model", model, "--engine-url", decodeEngine.url, "--prefill-engine-url", prefillUrl]);
+  const split = await start(prefillEngine.url);
+  try {
+    const splitClient = new OpenAI({ baseURL: `${split.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const prompt = freshPrompt(3);
+    const { data, response } = await splitClient.completions
+      .create({ model: MODEL, prompt, max_tokens: 10, temperature: 0 })
+      .withResponse();
+    assert.equal(data.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 10)));
+    assert.equal(data.usage?.completion_tokens, 10);
+    assert.deepEqual([prefillEngine.prefills, decodeEngine.pulls], [1, 1]);
+    const health = (await (await fetch(`${split.url}/health`)).json()) as {
+      instances: { id: string; role: string; engine_url: string }[];
+    };
+    const decodeWorker = health.instances.find((i) => i.engine_url === decodeEngine.url);
+    assert.equal(decodeWorker?.role, "decode");
+    assert.equal(health.instances.find((i) => i.engine_url === prefillEngine.url)?.role, "prefill");
+    assert.equal(response.headers.get("x-armature-worker"), decodeWorker?.id);
+    // Streamed the same way.
+    const streamed = freshPrompt(2);
+    let text = "";
+    const stream = await splitClient.completions.create({
+      model: MODEL,
+      prompt: streamed,
+      max_tokens: 6,
+      temperature: 0,
+      stream: true,
+    });
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
+    assert.equal(text, tokenizer.decode(expectedTokens(streamed, 6)));
+    assert.deepEqual([prefillEngine.prefills, decodeEngine.pulls], [2, 2]);
+  } finally {
+    assert.equal(await split.stop("SIGTERM"), 0, split.output());
+  }
+  // A prefill server without a KV connector returns no transfer parameters: the decode server prefills.
+  const fallback = await start(noConnector.url);
+  try {
+    const fallbackClient = new OpenAI({ baseURL: `${fallback.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const prompt = freshPrompt(2);
+    const response = await fallbackClient.completions.create({ model: MODEL, prompt, max_tokens: 5, temperature: 0 });
+    assert.equal(response.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 5)));
+    assert.equal(noConnector.prefills, 1);
+    assert.equal(decodeEngine.pulls, 2);
+  } finally {
+    assert.equal(await fallback.stop("SIGTERM"), 0, fallback.output());
+  }
+  // A decode server that cannot pull (the prefill server freed the KV first) fails the decode
+  // call; the decode worker then sends the request whole to its server, and the client sees nothing.
+  const expired = await start(expiring.url);
+  try {
+    const expiredClient = new OpenAI({ baseURL: `${expired.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const prompt = freshPrompt(2);
+    const response = await expiredClient.completions.create({ model: MODEL, prompt, max_tokens: 5, temperature: 0 });
+    assert.equal(response.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 5)));
+    assert.deepEqual([expiring.prefills, decodeEngine.pulls], [1, 2]);
+  } finally {
+    assert.equal(await expired.stop("SIGTERM"), 0, expired.output());
+    await Promise.all([decodeEngine.close(), prefillEngine.close(), noConnector.close(), expiring.close()]);
+  }
+});
+
+test("split roles on engine servers without a KV connector protocol are refused by name", async () => {
+  const refusal = (args: string[]) =>
+    startServe(args).then(
+      async (s) => {
+        await s.stop();
+        return "started";
+      },
+      (e: Error) => e.message,
+    );
+  const url = (engines[0] as FakeVllm).url;
+  assert.match(
+    await refusal(["--engine", "llama-server", "--model", model, "--engine-url", url, "--prefill-engine-url", url]),
+    /--prefill-engine-url: llama-server workers serve aggregated only/,
+  );
+  assert.match(
+    await refusal(["--engine", "vllm", "--model", model, "--engine-url", url, "--prefill", "1"]),
+    /--prefill: engine-server workers prefill on the servers of --prefill-engine-url/,
+  );
+});

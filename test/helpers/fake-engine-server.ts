@@ -25,6 +25,12 @@ import { freePort } from "./nats-server.js";
  */
 export interface FakeVllm {
   readonly url: string;
+  /** vllm: its KV connector's engine id (`kv_transfer_params.remote_engine_id`). */
+  readonly engineId: string;
+  /** vllm: prefill calls it answered for a remote decode (`do_remote_decode`). */
+  readonly prefills: number;
+  /** vllm: decodes that pulled their prompt's KV from a prefill peer (`do_remote_prefill`). */
+  readonly pulls: number;
   readonly eventsEndpoint: string;
   readonly replayEndpoint: string;
   /** Batches published so far. */
@@ -47,7 +53,14 @@ export interface FakeVllmSettings {
   readonly form?: "array" | "map";
   readonly servedModel?: string;
   readonly vocabSize?: number;
+  /** vllm: runs no KV connector (prefill calls come back without `kv_transfer_params`). */
+  readonly noKvConnector?: boolean;
+  /** vllm: frees a prefill's KV at once, as if its lease ran out before the decode came. */
+  readonly expireTransfers?: boolean;
 }
+
+/** KV each fake vLLM's connector holds for remote decodes, by engine id: block ids → prompt. */
+const connectors = new Map<string, Map<string, readonly number[]>>();
 
 export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVllm> {
   const blockSize = settings.blockSize ?? 16;
@@ -60,6 +73,11 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   let drop = 0;
   let published = 0;
   let running = 0;
+  let prefills = 0;
+  let pulls = 0;
+  const engineId = createHash("sha256").update(`${Math.random()}`).digest("hex").slice(0, 16);
+  const held = new Map<string, readonly number[]>();
+  connectors.set(engineId, held);
 
   const publisher = new Publisher({ linger: 0 });
   const router = new Router({ linger: 0 });
@@ -259,6 +277,46 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         return json(res, 404, {
           error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
         });
+      const transfer = body.kv_transfer_params as Record<string, unknown> | undefined;
+      if (transfer?.do_remote_decode === true) {
+        // The prefill half (vLLM's NixlConnector): one token, not streamed, the KV kept for the peer.
+        const cached = await admit(prompt);
+        prefills++;
+        const blockIds = Array.from({ length: Math.ceil(prompt.length / blockSize) }, (_, i) => prefills * 1000 + i);
+        if (!settings.expireTransfers) held.set(blockIds.join(","), prompt);
+        const first = next(prompt.at(-1) ?? 0);
+        return json(res, 200, {
+          id: `cmpl-${prefills}`,
+          object: "text_completion",
+          model: served,
+          choices: [{ index: 0, text: "x", token_ids: [first], finish_reason: "length" }],
+          usage: { prompt_tokens: prompt.length, completion_tokens: 1, prompt_tokens_details: { cached_tokens: cached } },
+          kv_transfer_params: settings.noKvConnector
+            ? null
+            : {
+                do_remote_prefill: true,
+                do_remote_decode: false,
+                remote_block_ids: blockIds,
+                remote_engine_id: engineId,
+                remote_host: "127.0.0.1",
+                remote_port: 5600,
+                tp_size: 1,
+              },
+        });
+      }
+      if (transfer?.do_remote_prefill === true) {
+        // The decode half: the KV is pulled from the prefill engine the parameters name, or the request fails.
+        const peer = connectors.get(String(transfer.remote_engine_id));
+        const key = Array.isArray(transfer.remote_block_ids) ? transfer.remote_block_ids.join(",") : "";
+        const pulled = peer?.get(key);
+        if (!pulled || pulled.join(",") !== prompt.join(",")) {
+          return json(res, 400, {
+            error: { message: "KV transfer failed: no such remote blocks", type: "BadRequestError", code: 400 },
+          });
+        }
+        peer?.delete(key);
+        pulls++;
+      }
       const maxTokens = Number(body.max_tokens);
       running++;
       const cached = await admit(prompt);
@@ -301,6 +359,13 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   await once(server, "listening");
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    engineId,
+    get prefills() {
+      return prefills;
+    },
+    get pulls() {
+      return pulls;
+    },
     eventsEndpoint: `tcp://127.0.0.1:${eventsPort}`,
     replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
     get published() {
@@ -315,6 +380,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       seq = 0n;
     },
     async close() {
+      connectors.delete(engineId);
       server.closeAllConnections();
       server.close();
       publisher.close();

@@ -6,7 +6,7 @@ import {
   type KvEvent,
   SseLineReader,
 } from "../../protocol/index.js";
-import type { Engine, EngineInfo, EngineLoad, GenerateOptions } from "../engine.js";
+import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillOptions, PrefillResult } from "../engine.js";
 import { engineHttpError, isHealthy } from "./engine-server-http.js";
 
 /** One stream message of an engine server, read. */
@@ -24,13 +24,26 @@ export interface EngineServerDialect {
   readonly kind: string;
   /** The streaming generation route, e.g. `/completion`. */
   readonly path: string;
-  /** The request body; throws `NOT_SUPPORTED` naming what the engine cannot do. */
-  body(request: GenerateRequest): Record<string, unknown>;
+  /**
+   * The request body; throws `NOT_SUPPORTED` naming what the engine cannot do. `transferParams`:
+   * the decode half of a split request, whose KV the engine pulls from its prefill peer with them.
+   */
+  body(request: GenerateRequest, transferParams?: Readonly<Record<string, unknown>>): Record<string, unknown>;
   /**
    * One SSE `data` payload, the request's `emitted` tokens already read (for engines whose messages
    * repeat every token so far); throws `ENGINE_FAILED` naming the URL on anything not the engine's.
    */
   parse(data: string, emitted: number): StreamChunk;
+  /** Engines that prefill for a decode peer of their own kind (vLLM's NixlConnector): the prefill call. */
+  readonly prefill?: EnginePrefillDialect | undefined;
+}
+
+/** The prefill half of a split request on an engine server that moves its KV to its peer itself. */
+export interface EnginePrefillDialect {
+  /** The prefill call's body (one token, not streamed, asking the engine to keep the KV for a peer). */
+  body(request: GenerateRequest): Record<string, unknown>;
+  /** Its answer: the first token, the cached prompt tokens, the parameters the decode peer needs. */
+  parse(answer: unknown): { firstToken: number | undefined; cachedTokens: number; params: Record<string, unknown> };
 }
 
 /** The engine's own view of its load, where it publishes one (polled with its health). */
@@ -56,6 +69,8 @@ export interface EngineServerEngineOptions {
  */
 export class EngineServerEngine implements Engine {
   readonly info: EngineInfo;
+  /** Present where the dialect prefills for a decode peer (vLLM with a KV connector). */
+  readonly prefill?: (request: GenerateRequest, options: PrefillOptions) => Promise<PrefillResult>;
   readonly #o: EngineServerEngineOptions;
   readonly #inflight = new Set<AbortController>();
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
@@ -68,6 +83,8 @@ export class EngineServerEngine implements Engine {
   constructor(options: EngineServerEngineOptions) {
     this.#o = options;
     this.info = options.info;
+    const prefill = options.dialect.prefill;
+    if (prefill) this.prefill = (request, prefillOptions) => this.#prefill(prefill, request, prefillOptions.signal);
     this.#healthTimer = setInterval(() => void this.#poll(), options.healthIntervalMs ?? 1000);
     this.#healthTimer.unref();
   }
@@ -84,8 +101,11 @@ export class EngineServerEngine implements Engine {
 
   async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
     const { dialect, url } = this.#o;
-    if (options.importedKv) throw new ArmatureError("NOT_SUPPORTED", `a ${dialect.kind} worker serves aggregated only`);
-    const body = dialect.body(request);
+    const imported = options.importedKv;
+    if (imported && (imported.format !== "engine-transfer-params" || !dialect.prefill)) {
+      throw new ArmatureError("NOT_SUPPORTED", `a ${dialect.kind} worker cannot decode from ${imported.format} KV`);
+    }
+    const body = dialect.body(request, imported?.format === "engine-transfer-params" ? imported.params : undefined);
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", `the ${dialect.kind} worker for ${url} is closed`);
     if (!this.#healthy) throw this.#unavailable("does not answer /health");
     const controller = new AbortController();
@@ -106,7 +126,13 @@ export class EngineServerEngine implements Engine {
         if (options.signal.aborted) return undefined;
         throw this.#unavailable(`refused the connection (${(cause as Error).message})`, cause);
       });
-      if (response && !response.ok) throw await engineHttpError(dialect.kind, url, response);
+      if (response && !response.ok) {
+        const error = await engineHttpError(dialect.kind, url, response);
+        // The engine could not pull the prefill peer's KV (expired, its peer gone): the worker prefills instead.
+        if (imported)
+          throw new ArmatureError("TRANSFER_FAILED", `${error.message} (decoding from a prefill peer's KV)`, { cause: error });
+        throw error;
+      }
       if (response) {
         const reader = new SseLineReader();
         const decoder = new TextDecoder();
@@ -146,6 +172,45 @@ export class EngineServerEngine implements Engine {
       completionTokens: tokens,
       cachedTokens,
     };
+  }
+
+  /** One unstreamed call that leaves the prompt's KV in the engine for its decode peer to pull. */
+  async #prefill(prefill: EnginePrefillDialect, request: GenerateRequest, signal: AbortSignal): Promise<PrefillResult> {
+    const { dialect, url } = this.#o;
+    const body = prefill.body(request);
+    if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", `the ${dialect.kind} worker for ${url} is closed`);
+    if (!this.#healthy) throw this.#unavailable("does not answer /health");
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#inflight.add(controller);
+    try {
+      const response = await fetch(`${url}${dialect.path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": request.requestId },
+        body: JSON.stringify(body),
+        signal: controller.signal,
+      }).catch((cause: unknown) => {
+        if (signal.aborted) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled", { cause });
+        throw this.#unavailable(`refused the connection (${(cause as Error).message})`, cause);
+      });
+      if (!response.ok) throw await engineHttpError(dialect.kind, url, response);
+      let answer: unknown;
+      try {
+        answer = await response.json();
+      } catch (cause) {
+        throw new ArmatureError("ENGINE_FAILED", `${dialect.kind} at ${url} answered the prefill with no JSON`, { cause });
+      }
+      const { firstToken, cachedTokens, params } = prefill.parse(answer);
+      return {
+        firstToken,
+        cachedTokens,
+        kv: firstToken === undefined ? undefined : { format: "engine-transfer-params", params, bytes: 0 },
+      };
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      this.#inflight.delete(controller);
+    }
   }
 
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {

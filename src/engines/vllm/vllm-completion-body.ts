@@ -7,9 +7,14 @@ import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
  * returned (`return_token_ids`, vLLM ≥ 0.10). vLLM's sampling defaults are OpenAI's (top-k -1,
  * top-p 1, min-p 0, penalties off), so each field is mapped as asked and the rest left at them;
  * vLLM's own extensions (`min_tokens`, `stop_token_ids`, `repetition_penalty`, `ignore_eos`) pass
- * through. What armature does not map yet is refused by name.
+ * through. What armature does not map yet is refused by name. `transferParams`: the decode half of
+ * a split request (vLLM's `kv_transfer_params`, as its prefill peer returned them).
  */
-export function vllmCompletionBody(request: GenerateRequest, servedModel: string): Record<string, unknown> {
+export function vllmCompletionBody(
+  request: GenerateRequest,
+  servedModel: string,
+  transferParams?: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read vLLM's log-probabilities yet");
   if (request.constraint) {
     refuse(
@@ -17,7 +22,6 @@ export function vllmCompletionBody(request: GenerateRequest, servedModel: string
       "structured output is not mapped to vLLM's guided decoding yet",
     );
   }
-  if (request.disaggregation) refuse("disaggregation", "split prefill and decode through vLLM are not driven yet");
   const { sampling } = request;
   const sampled = sampling.temperature > 0;
   return {
@@ -41,6 +45,35 @@ export function vllmCompletionBody(request: GenerateRequest, servedModel: string
     ...(request.ignoreEos ? { ignore_eos: true } : {}),
     ...(request.minTokens ? { min_tokens: request.minTokens } : {}),
     ...(request.stopTokenIds && request.stopTokenIds.length > 0 ? { stop_token_ids: request.stopTokenIds } : {}),
+    ...(transferParams ? { kv_transfer_params: transferParams } : {}),
+  };
+}
+
+/**
+ * The prefill half of a split request through vLLM's NixlConnector (its toy proxy's protocol): the
+ * request's body for one token, not streamed, without `min_tokens`, asking the engine to keep the
+ * prompt's KV for a remote decode (`do_remote_decode`); the answer's top-level `kv_transfer_params`
+ * then go to the decode server with the original body.
+ */
+export function vllmPrefillBody(request: GenerateRequest, servedModel: string): Record<string, unknown> {
+  const {
+    stream: _stream,
+    stream_options: _options,
+    min_tokens: _min,
+    ...body
+  } = vllmCompletionBody({ ...request, disaggregation: undefined }, servedModel);
+  return {
+    ...body,
+    max_tokens: 1,
+    stream: false,
+    kv_transfer_params: {
+      do_remote_decode: true,
+      do_remote_prefill: false,
+      remote_engine_id: null,
+      remote_block_ids: null,
+      remote_host: null,
+      remote_port: null,
+    },
   };
 }
 

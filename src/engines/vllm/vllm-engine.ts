@@ -5,7 +5,7 @@ import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/e
 import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
-import { vllmCompletionBody } from "./vllm-completion-body.js";
+import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 export interface VllmEngineOptions {
   /** Where `vllm serve` listens (`--engine-url`). */
@@ -94,8 +94,47 @@ function vllmDialect(url: string, servedModel: string): EngineServerDialect {
   return {
     kind: "vllm",
     path: "/v1/completions",
-    body: (request) => vllmCompletionBody(request, servedModel),
+    body: (request, transferParams) => vllmCompletionBody(request, servedModel, transferParams),
     parse: (data) => parseVllmChunk(url, data),
+    prefill: {
+      body: (request) => vllmPrefillBody(request, servedModel),
+      parse: (answer) => parseVllmPrefill(url, answer),
+    },
+  };
+}
+
+/**
+ * vLLM's answer to a prefill call: the first token, the cached prompt tokens, and the
+ * `kv_transfer_params` its KV connector returned. Without them the engine runs no KV connector.
+ */
+export function parseVllmPrefill(
+  url: string,
+  answer: unknown,
+): { firstToken: number | undefined; cachedTokens: number; params: Record<string, unknown> } {
+  const message = answer as {
+    choices?: { token_ids?: unknown }[];
+    usage?: { prompt_tokens_details?: { cached_tokens?: unknown } | null } | null;
+    kv_transfer_params?: unknown;
+  } | null;
+  if (message === null || typeof message !== "object" || !Array.isArray(message.choices)) {
+    throw notVllm(url, "a prefill answer without choices");
+  }
+  const tokens = message.choices[0]?.token_ids;
+  if (!Array.isArray(tokens) || !tokens.every((t) => Number.isInteger(t) && t >= 0)) {
+    throw notVllm(url, "a prefill answer whose token_ids are not token ids");
+  }
+  const params = message.kv_transfer_params;
+  if (params === null || typeof params !== "object" || Array.isArray(params)) {
+    throw new ArmatureError(
+      "ENGINE_FAILED",
+      `vllm at ${url} returned no kv_transfer_params for a prefill: start it with a KV connector (--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}')`,
+    );
+  }
+  const cached = message.usage?.prompt_tokens_details?.cached_tokens;
+  return {
+    firstToken: tokens[0] as number | undefined,
+    cachedTokens: Number.isInteger(cached) ? (cached as number) : 0,
+    params: params as Record<string, unknown>,
   };
 }
 
