@@ -23,8 +23,8 @@ import type { StartedWorkers } from "./start-workers.js";
 /**
  * `--engine llama-server`, `vllm` or `sglang`: one worker per `--engine-url`, each the sidecar of an
  * unmodified engine server that someone else started (docs/engines.md); with `--prefill-engine-url`
- * (vllm), those servers prefill and the `--engine-url` ones decode, the KV moved by the engines'
- * own connector. What a sidecar cannot do is refused by name: split roles on engines without a KV
+ * (vllm, sglang), those servers prefill and the `--engine-url` ones decode, the KV moved by the
+ * engines themselves. What a sidecar cannot do is refused by name: split roles on engines without a KV
  * connector protocol, a planner (it starts no engines), a worker count other than the URLs given,
  * KV event endpoints that do not pair with the URLs.
  */
@@ -99,7 +99,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       options.engine === "vllm"
         ? await connectVllm({ ...common, ...publisher })
         : options.engine === "sglang"
-          ? await connectSglang({ ...common, ...publisher })
+          ? await connectSglang({ ...common, ...publisher, role })
           : await connectLlamaServer(common);
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing });
@@ -134,10 +134,10 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
  */
 function sidecarRoles(options: ServeOptions): WorkerRole[] {
   const split = options.prefillEngineUrls.length > 0 || options.role !== "aggregated";
-  if (split && options.engine !== "vllm") {
+  if (split && options.engine === "llama-server") {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `${options.prefillEngineUrls.length > 0 ? "--prefill-engine-url" : `--role ${options.role}`}: ${options.engine} workers serve aggregated only (split prefill and decode through engine servers is driven for vllm)`,
+      `${options.prefillEngineUrls.length > 0 ? "--prefill-engine-url" : `--role ${options.role}`}: ${options.engine} workers serve aggregated only (split prefill and decode through engine servers is driven for vllm and sglang)`,
     );
   }
   if (options.prefillWorkers > 0) {

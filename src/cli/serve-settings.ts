@@ -137,7 +137,7 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     env: "ARMATURE_PREFILL_ENGINE_URL",
     multiple: true,
-    help: "vllm: the URL of an engine server that prefills for the --engine-url ones (repeatable; both started with a KV connector, e.g. NixlConnector)",
+    help: "vllm, sglang: the URL of an engine server that prefills for the --engine-url ones (repeatable; vLLM with a KV connector such as NixlConnector, SGLang in --disaggregation-mode prefill)",
   },
   "kv-events-endpoint": {
     type: "string",

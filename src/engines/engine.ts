@@ -38,7 +38,10 @@ export interface ExportedFrom {
   readonly wholeBytes?: number | undefined;
 }
 
-/** What a prefill-only run produced. `firstToken` is absent when generation ended at once. */
+/**
+ * What a prefill-only run produced. `firstToken` is absent when generation ended at once, or, with
+ * an `engine-transfer-params` export, when the engine prefills while its peer decodes (SGLang).
+ */
 export interface PrefillResult {
   readonly firstToken: number | undefined;
   readonly cachedTokens: number;
@@ -56,7 +59,7 @@ export type ImportedKv = (
   | { readonly format: "llamacpp-sequence-state"; readonly path: string; readonly firstToken: number }
   | { readonly format: "modelled"; readonly firstToken: number; readonly transferMs: number }
   /** The prefill engine's transfer parameters: the engine pulls the KV itself. */
-  | { readonly format: "engine-transfer-params"; readonly params: Readonly<Record<string, unknown>>; readonly firstToken: number }
+  | { readonly format: "engine-transfer-params"; readonly params: Readonly<Record<string, unknown>> }
 ) & { readonly fromToken?: number | undefined };
 
 export interface PrefillOptions {

@@ -59,8 +59,12 @@ export interface KvHandoff {
   readonly fromToken?: number | undefined;
   /** With `fromToken`: the bytes the whole prompt's state would have taken. */
   readonly wholeBytes?: number | undefined;
-  /** The first generated token, sampled by the prefill worker. */
-  readonly firstToken: number;
+  /**
+   * The first generated token, sampled by the prefill worker. Absent only for an
+   * `engine-transfer-params` handoff of an engine whose prefill runs while its peer decodes
+   * (SGLang): the decode server samples the first token itself.
+   */
+  readonly firstToken?: number | undefined;
   /** Prompt tokens the prefill worker found in its cache. */
   readonly cachedTokens: number;
   readonly expiresInMs: number;

@@ -147,7 +147,7 @@ const handoff: Schema<KvHandoff> = object({
   promptTokens: int(0, MAX_TOKENS),
   fromToken: optional(int(0, MAX_TOKENS)),
   wholeBytes: optional(int()),
-  firstToken: tokenId,
+  firstToken: optional(tokenId),
   cachedTokens: int(0, MAX_TOKENS),
   expiresInMs: int(),
 });

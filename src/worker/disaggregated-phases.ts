@@ -31,7 +31,9 @@ export async function* servePrefill(
     const decodeHeldTokens = request.disaggregation?.phase === "prefill" ? request.disaggregation.decodeHeldTokens : undefined;
     const result = await engine.prefill(request, { signal, exportPath: path, decodeHeldTokens });
     cachedTokens = result.cachedTokens;
-    if (result.kv && result.firstToken !== undefined) handoff = await exports.publish(id, workerId, request, result);
+    // An engine that prefills while its peer decodes (SGLang) knows no first token yet.
+    const started = result.firstToken !== undefined || result.kv?.format === "engine-transfer-params";
+    if (result.kv && started) handoff = await exports.publish(id, workerId, request, result);
   } finally {
     if (!handoff) await exports.free(id, "failed", path);
   }

@@ -157,7 +157,7 @@ export class KvExports {
       agent: this.#agent.name,
       promptTokens: request.tokenIds.length,
       ...(kv.fromToken ? { fromToken: kv.fromToken, wholeBytes: kv.wholeBytes } : {}),
-      firstToken: result.firstToken as number,
+      ...(result.firstToken === undefined ? {} : { firstToken: result.firstToken }),
       cachedTokens: result.cachedTokens,
       expiresInMs: this.#ttlMs,
     };

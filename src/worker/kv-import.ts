@@ -36,10 +36,14 @@ export async function pullKv(
 ): Promise<PulledKv> {
   const fromToken = handoff.fromToken || undefined;
   const savedBytes = fromToken && handoff.wholeBytes ? Math.max(0, handoff.wholeBytes - handoff.bytes) : undefined;
+  if (handoff.format !== "engine-transfer-params" && handoff.firstToken === undefined) {
+    throw new ArmatureError("TRANSFER_FAILED", `KV handoff ${handoff.id} carries no first token`);
+  }
+  const firstToken = handoff.firstToken as number;
   if (handoff.format === "modelled") {
     const estimate = agent.estimate(handoff.agent, handoff.bytes);
     return {
-      importedKv: { format: "modelled", firstToken: handoff.firstToken, transferMs: estimate.ms, fromToken },
+      importedKv: { format: "modelled", firstToken, transferMs: estimate.ms, fromToken },
       transfer: { backend: estimate.backend, bytes: handoff.bytes, ms: estimate.ms, modelled: true, savedBytes },
       release: async () => undefined,
     };
@@ -48,7 +52,7 @@ export async function pullKv(
     if (!handoff.engineParams)
       throw new ArmatureError("TRANSFER_FAILED", `KV handoff ${handoff.id} carries no engine parameters`);
     return {
-      importedKv: { format: "engine-transfer-params", params: handoff.engineParams, firstToken: handoff.firstToken },
+      importedKv: { format: "engine-transfer-params", params: handoff.engineParams },
       transfer: { backend: "engine", bytes: 0, ms: 0, modelled: false },
       release: async () => undefined,
     };
@@ -66,7 +70,7 @@ export async function pullKv(
       notification: handoffDoneMessage(handoff.id),
     });
     return {
-      importedKv: { format: "llamacpp-sequence-state", path, firstToken: handoff.firstToken, fromToken },
+      importedKv: { format: "llamacpp-sequence-state", path, firstToken, fromToken },
       transfer: { backend: result.backend, bytes: result.bytes, ms: result.seconds * 1000, modelled: false, savedBytes },
       release,
     };

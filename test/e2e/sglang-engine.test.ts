@@ -189,3 +189,49 @@ test("SGLang's /metrics gauges become the worker's load", () => {
   assert.deepEqual(sglangLoad(text, 1000), { activeRequests: 7, waitingRequests: 3, activeKvBlocks: 250 });
   assert.deepEqual(sglangLoad("", 1000), {});
 });
+
+test("split prefill and decode through SGLang's bootstrap: both halves at once, one room, the prefill server's bootstrap", async () => {
+  const tokenize = (text: string) => tokenizer.encode(text, { special: true });
+  const decodeEngine = await startFakeSglang({ tokenize, disaggregationMode: "decode" });
+  const prefillEngine = await startFakeSglang({ tokenize, disaggregationMode: "prefill", bootstrapPort: 9123 });
+  try {
+    // A server in a disaggregation mode cannot serve whole requests, nor the other half.
+    assert.match(
+      await refused(["--engine", "sglang", "--model", model, "--engine-url", prefillEngine.url]),
+      /an aggregated worker needs an sglang started with --disaggregation-mode null, and this one runs in mode prefill/,
+    );
+    const split = await startServe([
+      "--engine",
+      "sglang",
+      "--model",
+      model,
+      "--engine-url",
+      decodeEngine.url,
+      "--prefill-engine-url",
+      prefillEngine.url,
+    ]);
+    try {
+      const splitClient = new OpenAI({ baseURL: `${split.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      for (const [round, stream] of [
+        [1, false],
+        [2, true],
+      ] as const) {
+        const prompt = freshPrompt(2);
+        let text = "";
+        if (stream) {
+          const chunks = await splitClient.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0, stream });
+          for await (const chunk of chunks) text += chunk.choices[0]?.text ?? "";
+        } else {
+          const response = await splitClient.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0 });
+          text = response.choices[0]?.text ?? "";
+        }
+        assert.equal(text, tokenizer.decode(expectedTokens(prompt, 8)));
+        assert.deepEqual([prefillEngine.prefills, decodeEngine.pulls], [round, round]);
+      }
+    } finally {
+      assert.equal(await split.stop("SIGTERM"), 0, split.output());
+    }
+  } finally {
+    await Promise.all([decodeEngine.close(), prefillEngine.close()]);
+  }
+});

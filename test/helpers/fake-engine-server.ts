@@ -55,12 +55,38 @@ export interface FakeVllmSettings {
   readonly vocabSize?: number;
   /** vllm: runs no KV connector (prefill calls come back without `kv_transfer_params`). */
   readonly noKvConnector?: boolean;
+  /** sglang: `--disaggregation-mode` (default `null`); a prefill server bootstraps on `bootstrapPort`. */
+  readonly disaggregationMode?: "null" | "prefill" | "decode";
+  readonly bootstrapPort?: number;
   /** vllm: frees a prefill's KV at once, as if its lease ran out before the decode came. */
   readonly expireTransfers?: boolean;
 }
 
 /** KV each fake vLLM's connector holds for remote decodes, by engine id: block ids → prompt. */
 const connectors = new Map<string, Map<string, readonly number[]>>();
+
+/**
+ * SGLang's bootstrap rooms, by room: the half that came first waits (up to 3 s) for the other; the
+ * prefill half names its server (`host:port` of its bootstrap) and its prompt.
+ */
+const rooms = new Map<string, { prefill?: { server: string; prompt: string }; arrived: () => void; paired: Promise<void> }>();
+
+function room(id: string) {
+  let entry = rooms.get(id);
+  if (!entry) {
+    let count = 0;
+    let pair!: () => void;
+    const paired = new Promise<void>((resolve) => {
+      pair = resolve;
+    });
+    const arrived = () => {
+      if (++count === 2) pair();
+    };
+    entry = { arrived, paired };
+    rooms.set(id, entry);
+  }
+  return entry;
+}
 
 export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVllm> {
   const blockSize = settings.blockSize ?? 16;
@@ -185,6 +211,8 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         max_total_num_tokens: 4096 * blockSize,
         max_running_requests: 64,
         incremental_streaming_output: settings.incremental === true,
+        disaggregation_mode: settings.disaggregationMode ?? "null",
+        disaggregation_bootstrap_port: settings.bootstrapPort ?? 8998,
       });
       return true;
     }
@@ -208,6 +236,34 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     const body = await read(req);
     const prompt = body.input_ids as number[];
     const maxTokens = Number((body.sampling_params as { max_new_tokens?: unknown }).max_new_tokens);
+    const mode = settings.disaggregationMode ?? "null";
+    if (mode !== "null") {
+      // Both halves must come at once with the same room, the prefill server's bootstrap and the same prompt.
+      if (body.bootstrap_room === undefined) {
+        json(res, 400, { error: { message: `a ${mode} server needs bootstrap_room` } });
+        return true;
+      }
+      const entry = room(String(body.bootstrap_room));
+      if (mode === "prefill") entry.prefill = { server: `127.0.0.1:${settings.bootstrapPort ?? 8998}`, prompt: prompt.join(",") };
+      entry.arrived();
+      const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 3000).unref());
+      if ((await Promise.race([entry.paired, timeout])) === "timeout") {
+        json(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: its other half never came` } });
+        return true;
+      }
+      const server = `${String(body.bootstrap_host)}:${String(body.bootstrap_port)}`;
+      if (entry.prefill?.server !== server || entry.prefill?.prompt !== prompt.join(",")) {
+        json(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: halves disagree` } });
+        return true;
+      }
+      if (mode === "prefill") {
+        prefills++;
+        await admit(prompt);
+        json(res, 200, { text: "x", output_ids: [next(prompt.at(-1) ?? 0)], meta_info: { finish_reason: { type: "length" } } });
+        return true;
+      }
+      pulls++;
+    }
     running++;
     const cached = await admit(prompt);
     res.writeHead(200, { "content-type": "text/event-stream" });

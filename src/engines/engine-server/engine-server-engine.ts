@@ -38,13 +38,31 @@ export interface EngineServerDialect {
   readonly prefill?: EnginePrefillDialect | undefined;
 }
 
-/** The prefill half of a split request on an engine server that moves its KV to its peer itself. */
-export interface EnginePrefillDialect {
-  /** The prefill call's body (one token, not streamed, asking the engine to keep the KV for a peer). */
-  body(request: GenerateRequest): Record<string, unknown>;
-  /** Its answer: the first token, the cached prompt tokens, the parameters the decode peer needs. */
-  parse(answer: unknown): { firstToken: number | undefined; cachedTokens: number; params: Record<string, unknown> };
-}
+/**
+ * The prefill half of a split request on an engine server that moves its KV to its peer itself:
+ * - `answered` (vLLM's NixlConnector): the prefill call runs first; its answer holds the first token
+ *   and the parameters its decode peer pulls the KV with;
+ * - `concurrent` (SGLang's bootstrap): both halves carry the same parameters, chosen up front, and run
+ *   at once (the prefill server waits for its peer); the prefill call is sent and not waited for.
+ */
+export type EnginePrefillDialect =
+  | {
+      readonly kind: "answered";
+      /** The prefill call's body (one token, not streamed, asking the engine to keep the KV for a peer). */
+      body(request: GenerateRequest): Record<string, unknown>;
+      /** Its answer: the first token, the cached prompt tokens, the parameters the decode peer needs. */
+      parse(answer: unknown): { firstToken: number | undefined; cachedTokens: number; params: Record<string, unknown> };
+    }
+  | {
+      readonly kind: "concurrent";
+      /** The parameters both halves carry (e.g. SGLang's bootstrap host, port and room). */
+      params(request: GenerateRequest): Record<string, unknown>;
+      /** The prefill call's body, with those parameters. */
+      body(request: GenerateRequest, params: Readonly<Record<string, unknown>>): Record<string, unknown>;
+    };
+
+/** How long a concurrent prefill call may run unanswered before it is dropped (its peer never came). */
+const CONCURRENT_PREFILL_MS = 120_000;
 
 /** The engine's own view of its load, where it publishes one (polled with its health). */
 export type EngineLoadReader = (url: string) => Promise<Partial<EngineLoad> | undefined>;
@@ -174,8 +192,9 @@ export class EngineServerEngine implements Engine {
     };
   }
 
-  /** One unstreamed call that leaves the prompt's KV in the engine for its decode peer to pull. */
+  /** The prefill half: a call that leaves the prompt's KV in the engine for its decode peer. */
   async #prefill(prefill: EnginePrefillDialect, request: GenerateRequest, signal: AbortSignal): Promise<PrefillResult> {
+    if (prefill.kind === "concurrent") return this.#prefillConcurrently(prefill, request);
     const { dialect, url } = this.#o;
     const body = prefill.body(request);
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", `the ${dialect.kind} worker for ${url} is closed`);
@@ -211,6 +230,36 @@ export class EngineServerEngine implements Engine {
       signal.removeEventListener("abort", onAbort);
       this.#inflight.delete(controller);
     }
+  }
+
+  /**
+   * Sends the prefill call and returns its parameters at once: the decode call, sent with them,
+   * completes the pair. The prefill's own answer is read and dropped (its tokens are the decode's);
+   * a call whose peer never comes is dropped after `CONCURRENT_PREFILL_MS`.
+   */
+  #prefillConcurrently(prefill: Extract<EnginePrefillDialect, { kind: "concurrent" }>, request: GenerateRequest): PrefillResult {
+    const { dialect, url } = this.#o;
+    const params = prefill.params(request);
+    const body = prefill.body(request, params);
+    if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", `the ${dialect.kind} worker for ${url} is closed`);
+    if (!this.#healthy) throw this.#unavailable("does not answer /health");
+    const controller = new AbortController();
+    this.#inflight.add(controller);
+    const timer = setTimeout(() => controller.abort(), CONCURRENT_PREFILL_MS);
+    timer.unref();
+    void fetch(`${url}${dialect.path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    })
+      .then((response) => response.arrayBuffer())
+      .catch(() => undefined)
+      .finally(() => {
+        clearTimeout(timer);
+        this.#inflight.delete(controller);
+      });
+    return { firstToken: undefined, cachedTokens: 0, kv: { format: "engine-transfer-params", params, bytes: 0 } };
   }
 
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {

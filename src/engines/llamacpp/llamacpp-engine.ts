@@ -216,6 +216,10 @@ export class LlamaCppEngine implements Engine {
   async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {
     const tokens = request.tokenIds;
     this.#validate(request);
+    const format = options.importedKv?.format;
+    if (format !== undefined && format !== "llamacpp-sequence-state") {
+      throw new ArmatureError("TRANSFER_FAILED", `llama.cpp cannot import ${format} KV`, { retryable: true });
+    }
     const grammar = await this.#grammarFor(request.constraint);
     let last: GenerateResponse = end("cancelled", tokens.length, 0, 0);
     const held = await this.#hold(tokens, options.signal);
@@ -405,7 +409,7 @@ export class LlamaCppEngine implements Engine {
     let finish: FinishReason = "stop";
     let yielded = 0;
     let input = tokens.slice(reused);
-    if (imported) {
+    if (imported?.format === "llamacpp-sequence-state") {
       // The prefill worker sampled the first token; decoding goes on from it.
       generated.push(imported.firstToken);
       yielded = 1;

@@ -1,4 +1,5 @@
-import { ArmatureError, type FinishReason } from "../../protocol/index.js";
+import { randomInt } from "node:crypto";
+import { ArmatureError, type FinishReason, type WorkerRole } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
@@ -16,6 +17,11 @@ export interface SglangEngineOptions {
   readonly kvEventsEndpoint?: string | undefined;
   /** Its replay socket. */
   readonly kvEventsReplayEndpoint?: string | undefined;
+  /**
+   * The worker's role: `prefill` and `decode` need an SGLang started in that disaggregation mode
+   * (`--disaggregation-mode`), `aggregated` one started without. Default aggregated.
+   */
+  readonly role?: WorkerRole | undefined;
   /** `--block-size`, when given: checked against SGLang's page size. */
   readonly blockSize?: number | undefined;
   readonly startTimeoutMs?: number | undefined;
@@ -33,7 +39,14 @@ interface ServerInfo {
   readonly maxRunning: number;
   /** `--incremental-streaming-output` (formerly `--stream-output`): each message carries only its new tokens. */
   readonly incremental: boolean;
+  /** `--disaggregation-mode`: `null` (whole requests), `prefill` or `decode`. */
+  readonly mode: string;
+  /** `--disaggregation-bootstrap-port` of a prefill server (default 8998). */
+  readonly bootstrapPort: number;
 }
+
+/** The SGLang disaggregation mode each worker role needs. */
+const MODE_OF_ROLE: Readonly<Record<WorkerRole, string>> = { aggregated: "null", prefill: "prefill", decode: "decode" };
 
 /**
  * An unmodified SGLang server (`sglang.launch_server`), driven on its native `/generate` with token
@@ -42,7 +55,7 @@ interface ServerInfo {
  * from `/metrics` (`--enable-metrics`). Its block size is its page size (`/server_info`); a
  * `--block-size` that differs stops the start. Streams in either of SGLang's modes are read: by
  * default each message repeats every token so far; with `--incremental-streaming-output` it holds
- * the new ones only.
+ * the new ones only. Prefill and decode workers drive servers in SGLang's disaggregation modes.
  */
 export async function connectSglang(options: SglangEngineOptions): Promise<EngineServerEngine> {
   const url = engineUrl(options.url);
@@ -56,6 +69,13 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
     throw new ArmatureError(
       "CONFIG_INVALID",
       `--block-size ${options.blockSize}: the sglang at ${url} keeps its KV cache in pages of ${server.pageSize} tokens (--page-size); leave --block-size out or give ${server.pageSize}`,
+    );
+  }
+  const role = options.role ?? "aggregated";
+  if (server.mode !== MODE_OF_ROLE[role]) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--engine-url ${url}: ${role === "aggregated" ? "an" : "a"} ${role} worker needs an sglang started with --disaggregation-mode ${MODE_OF_ROLE[role]}, and this one runs in mode ${server.mode}`,
     );
   }
   const model = card.id;
@@ -82,7 +102,7 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
   const engine = new EngineServerEngine({
     url,
     info,
-    dialect: sglangDialect(url, server.incremental),
+    dialect: sglangDialect(url, server),
     slots: server.maxRunning,
     healthIntervalMs: options.healthIntervalMs,
     readLoad: (at) => readSglangLoad(at, totalBlocks),
@@ -102,12 +122,24 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
   return engine;
 }
 
-function sglangDialect(url: string, incremental: boolean): EngineServerDialect {
+/**
+ * SGLang's dialect. Split requests follow its bootstrap protocol (its mini load balancer's): both
+ * halves are the same body with the prefill server's `bootstrap_host` and `bootstrap_port` and a
+ * random `bootstrap_room`, sent at once; the prefill server hands the KV to the decode server itself.
+ */
+function sglangDialect(url: string, server: ServerInfo): EngineServerDialect {
+  const bootstrapHost = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
   return {
     kind: "sglang",
     path: "/generate",
-    body: (request) => sglangGenerateBody(request),
-    parse: (data, emitted) => parseSglangChunk(url, data, incremental ? 0 : emitted),
+    body: (request, transferParams) => ({ ...sglangGenerateBody(request), ...transferParams }),
+    parse: (data, emitted) => parseSglangChunk(url, data, server.incremental ? 0 : emitted),
+    prefill: {
+      kind: "concurrent",
+      // A room below 2^53 stays exact in JSON numbers on both sides (SGLang takes 0 to 2^63 − 1).
+      params: () => ({ bootstrap_host: bootstrapHost, bootstrap_port: server.bootstrapPort, bootstrap_room: randomInt(2 ** 47) }),
+      body: (request, params) => ({ ...sglangGenerateBody({ ...request, disaggregation: undefined }), ...params }),
+    },
   };
 }
 
@@ -189,6 +221,8 @@ async function readServerInfo(url: string): Promise<ServerInfo> {
     totalTokens: Number.isInteger(total) ? (total as number) : 0,
     maxRunning: Number.isInteger(running) && (running as number) > 0 ? (running as number) : 256,
     incremental: info?.incremental_streaming_output === true || info?.stream_output === true,
+    mode: typeof info?.disaggregation_mode === "string" ? info.disaggregation_mode : "null",
+    bootstrapPort: Number.isInteger(info?.disaggregation_bootstrap_port) ? (info?.disaggregation_bootstrap_port as number) : 8998,
   };
 }
 

@@ -16,7 +16,6 @@ export function sglangGenerateBody(request: GenerateRequest): Record<string, unk
       "structured output is not mapped to SGLang's json_schema, regex or ebnf yet",
     );
   }
-  if (request.disaggregation) refuse("disaggregation", "split prefill and decode through SGLang are not driven yet");
   const { sampling } = request;
   const sampled = sampling.temperature > 0;
   return {

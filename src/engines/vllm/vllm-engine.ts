@@ -97,6 +97,7 @@ function vllmDialect(url: string, servedModel: string): EngineServerDialect {
     body: (request, transferParams) => vllmCompletionBody(request, servedModel, transferParams),
     parse: (data) => parseVllmChunk(url, data),
     prefill: {
+      kind: "answered",
       body: (request) => vllmPrefillBody(request, servedModel),
       parse: (answer) => parseVllmPrefill(url, answer),
     },
