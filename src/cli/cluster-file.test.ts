@@ -23,12 +23,34 @@ test("a cluster file with routers reads, and entries become flags", async () => 
   assert.deepEqual(toFlags(cluster.workers[0] ?? {}), ["--engine", "mocker", "--role", "decode"]);
 });
 
+test("a worker's engine-command stays out of its flags", async () => {
+  const cluster = await loadClusterFile(
+    await file(
+      "nats: { port: 4222 }\netcd: { port: 2379 }\nworkers:\n  - engine: llama-server\n    engine-url: http://127.0.0.1:8080\n    engine-command: llama-server --model m.gguf --port 8080\n",
+    ),
+  );
+  assert.equal(cluster.workers[0]?.["engine-command"], "llama-server --model m.gguf --port 8080");
+  assert.deepEqual(toFlags(cluster.workers[0] ?? {}), ["--engine", "llama-server", "--engine-url", "http://127.0.0.1:8080"]);
+});
+
 test("cluster files that cannot run are refused with the key at fault", async () => {
   const cases: [string, RegExp][] = [
     ["etcd: { port: 2379 }\nworkers: [{ engine: mocker }]\n", /nats:/],
     ["nats: { port: 4222 }\netcd: { port: 2379 }\nworkers: []\n", /workers: needs at least one entry/],
     ["nats: { port: 4222 }\netcd: { port: 2379 }\nfrontend: { router: remote }\nworkers: [{ engine: mocker }]\n", /routers:/],
     ["nats: { port: 4222 }\netcd: { port: 2379 }\nrouters: [1]\nworkers: [{ engine: mocker }]\n", /routers: must be a mapping/],
+    [
+      "nats: { port: 4222 }\netcd: { port: 2379 }\nworkers: [{ engine: llama-server, engine-command: llama-server }]\n",
+      /workers\[0\]\.engine-command needs engine-url/,
+    ],
+    [
+      "nats: { port: 4222 }\netcd: { port: 2379 }\nworkers: [{ engine: llama-server, engine-url: 'http://h:1', engine-command: '', count: 1 }]\n",
+      /workers\[0\]\.engine-command must be a command line/,
+    ],
+    [
+      "nats: { port: 4222 }\netcd: { port: 2379 }\nworkers: [{ engine: llama-server, engine-url: 'http://h:1', engine-command: llama-server, count: 2 }]\n",
+      /workers\[0\]\.engine-command starts one engine: give each its own entry, not count: 2/,
+    ],
   ];
   for (const [text, message] of cases) {
     await assert.rejects(loadClusterFile(await file(text)), (error: Error & { code?: string }) => {
@@ -110,4 +132,12 @@ test("planner: sections that cannot run are refused with the key at fault", asyn
       return true;
     });
   }
+});
+
+test("every example cluster file reads", async () => {
+  const { readdir } = await import("node:fs/promises");
+  const dir = new URL("../../examples/", import.meta.url);
+  const names = (await readdir(dir)).filter((name) => name.endsWith(".yaml"));
+  assert.ok(names.length >= 4, names.join(", "));
+  for (const name of names) await loadClusterFile(new URL(name, dir).pathname);
 });

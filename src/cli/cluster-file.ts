@@ -13,8 +13,15 @@ export interface ClusterFile {
   readonly discovery?: string | undefined;
   /** Flags of `armature frontend` (names without dashes, as in the serve config file). */
   readonly frontend: Readonly<Record<string, string | number | boolean>>;
-  /** Worker processes: `count` of each, with flags of `armature worker`. */
-  readonly workers: readonly (Readonly<Record<string, string | number | boolean>> & { readonly count?: number })[];
+  /**
+   * Worker processes: `count` of each, with flags of `armature worker`. A sidecar worker's entry may
+   * carry `engine-command`, the command line of the engine server it drives (its `engine-url`):
+   * `up` starts it first and stops it after the worker.
+   */
+  readonly workers: readonly (Readonly<Record<string, string | number | boolean>> & {
+    readonly count?: number;
+    readonly "engine-command"?: string;
+  })[];
   /** `armature router` processes (`count` of them) with their flags; frontends use them with `router: remote`. */
   readonly routers?: (Readonly<Record<string, string | number | boolean>> & { readonly count?: number }) | undefined;
   /** An `armature planner` that starts and drains workers itself (see `ClusterPlanner`); `workers:` may then be left out. */
@@ -44,6 +51,12 @@ export async function loadClusterFile(path: string): Promise<ClusterFile> {
     fail("workers: needs at least one entry (or leave it out and give planner: to start workers)");
   for (const [i, w] of (file.workers ?? []).entries()) {
     if (w === null || typeof w !== "object") fail(`workers[${i}] must be a mapping of worker flags`);
+    const command = (w as Record<string, unknown>)["engine-command"];
+    if (command === undefined) continue;
+    if (typeof command !== "string" || command.trim() === "") fail(`workers[${i}].engine-command must be a command line`);
+    if (w["engine-url"] === undefined) fail(`workers[${i}].engine-command needs engine-url: where that engine listens`);
+    if ((w.count ?? 1) !== 1)
+      fail(`workers[${i}].engine-command starts one engine: give each its own entry, not count: ${w.count}`);
   }
   if (file.routers !== undefined && (file.routers === null || typeof file.routers !== "object" || Array.isArray(file.routers))) {
     fail("routers: must be a mapping of router flags (count: N for several)");
@@ -53,9 +66,9 @@ export async function loadClusterFile(path: string): Promise<ClusterFile> {
   return { frontend: {}, workers: [], ...file } as ClusterFile;
 }
 
-/** Flags from a mapping (`{ "speedup-ratio": 10 }` → `--speedup-ratio 10`), `count` left out. */
+/** Flags from a mapping (`{ "speedup-ratio": 10 }` → `--speedup-ratio 10`), `count` and `engine-command` left out. */
 export function toFlags(entries: Readonly<Record<string, string | number | boolean>>): string[] {
   return Object.entries(entries)
-    .filter(([key]) => key !== "count")
+    .filter(([key]) => key !== "count" && key !== "engine-command")
     .flatMap(([key, value]) => [`--${key}`, String(value)]);
 }

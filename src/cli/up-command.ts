@@ -27,7 +27,8 @@ interface Member {
 const STOP_DEADLINE_MS = 60_000;
 
 /**
- * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the workers, the
+ * `armature up CLUSTER.yaml`: starts nats-server and etcd when the file asks, then the engine
+ * servers a worker entry gives an `engine-command` for, the workers, the
  * planner (which starts workers of its own), routers and the frontend as child processes; prefixes
  * and merges their output. On Ctrl-C (or SIGTERM, SIGHUP) it stops them in order, each by its pid,
  * waiting for each group to exit: the frontends, then the workers and the planner (they drain; the
@@ -108,7 +109,12 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
     // Through the environment, not argv: the URLs may carry passwords, and argv is public in `ps`.
     const links = { ...process.env, ARMATURE_BUS: bus as string, ARMATURE_DISCOVERY: discovery as string };
     let n = 0;
+    let engines = 0;
     for (const entry of cluster.workers) {
+      // The engine server first (the worker waits for its health, --engine-wait); `exec`, so the
+      // signal that stops it reaches the engine, not a shell.
+      const command = entry["engine-command"];
+      if (command) start(`engine-${++engines}`, "/bin/sh", ["-c", `exec ${command}`]);
       for (let i = 0; i < (entry.count ?? 1); i++)
         start(`worker-${++n}`, process.execPath, [BIN, "worker", ...toFlags(entry)], links);
     }
@@ -121,14 +127,16 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
     start("frontend", process.execPath, [BIN, "frontend", ...toFlags(cluster.frontend)], links);
     const routerNote = routers > 0 ? `, ${routers} router${routers === 1 ? "" : "s"}` : "";
     const plannerNote = cluster.planner ? ", a planner (it starts its own workers)" : "";
+    const engineNote = engines > 0 ? ` (and ${engines} engine server${engines === 1 ? "" : "s"})` : "";
     out(
-      `armature up: ${n} worker process${n === 1 ? "" : "es"}${plannerNote}${routerNote} and a frontend; Ctrl-C stops everything\n`,
+      `armature up: ${n} worker process${n === 1 ? "" : "es"}${engineNote}${plannerNote}${routerNote} and a frontend; Ctrl-C stops everything\n`,
     );
     await untilSignal(createLogger({ level: "warn" }));
   } finally {
     process.off("SIGHUP", onHangup);
     // The frontend first, so no new request comes in; the workers drain what they have and
-    // deregister while etcd is still there; then the routers; then the servers everyone used.
+    // deregister while etcd is still there; then the engine servers they drove and the routers;
+    // then the servers everyone used.
     for (const group of [0, 1, 2, 3]) {
       await Promise.all(members.filter((m) => rank(m.name) === group).map((m) => stop(m)));
     }
@@ -145,11 +153,11 @@ export async function upCommand(argv: readonly string[], out: (t: string) => voi
   return clean ? 0 : 1;
 }
 
-/** Stop order: frontends, workers and the planner (they drain), routers, then nats and etcd. */
+/** Stop order: frontends, workers and the planner (they drain), engine servers and routers, then nats and etcd. */
 function rank(name: string): number {
   if (name === "frontend") return 0;
   if (name.startsWith("worker") || name === "planner") return 1;
-  return name.startsWith("router") ? 2 : 3;
+  return name.startsWith("router") || name.startsWith("engine") ? 2 : 3;
 }
 
 async function stop(member: Member): Promise<void> {

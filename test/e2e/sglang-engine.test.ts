@@ -235,3 +235,17 @@ test("split prefill and decode through SGLang's bootstrap: both halves at once, 
     await Promise.all([decodeEngine.close(), prefillEngine.close()]);
   }
 });
+
+test("structured output goes to SGLang as its own json_schema", async () => {
+  const schema = { type: "object", properties: { city: { type: "string", maxLength: 12 } }, required: ["city"] };
+  await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: "user", content: "Where?" }],
+    max_tokens: 4,
+    response_format: { type: "json_schema", json_schema: { name: "where", schema } },
+  });
+  const sent = engines
+    .flatMap((e) => e.bodies)
+    .find((b) => (b.sampling_params as { json_schema?: unknown }).json_schema !== undefined);
+  assert.deepEqual(JSON.parse(String((sent?.sampling_params as { json_schema: string }).json_schema)), schema);
+});

@@ -297,3 +297,33 @@ test("split roles on engine servers without a KV connector protocol are refused 
     /--prefill: engine-server workers prefill on the servers of --prefill-engine-url/,
   );
 });
+
+test("structured output goes to vLLM as its own response_format; guided fields armature compiles to GBNF are refused by name", async () => {
+  const schema = { type: "object", properties: { n: { type: "integer", minimum: 1, maximum: 7 } }, required: ["n"] };
+  await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: "user", content: "A number?" }],
+    max_tokens: 4,
+    response_format: { type: "json_schema", json_schema: { name: "n", schema } },
+  });
+  const sent = engines.flatMap((e) => e.bodies).find((b) => b.response_format !== undefined);
+  assert.deepEqual(sent?.response_format, { type: "json_schema", json_schema: { name: "response", schema, strict: true } });
+  // guided_json is a schema too, on completions as on chat.
+  await client.completions.create({
+    model: MODEL,
+    prompt: "A number?",
+    max_tokens: 4,
+    // @ts-expect-error: vLLM's extension, not in the openai client's types
+    guided_json: schema,
+  });
+  assert.equal(engines.flatMap((e) => e.bodies).filter((b) => b.response_format !== undefined).length, 2);
+  const refused = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, prompt: "Hi", max_tokens: 4, guided_regex: "[a-z]+" }),
+  });
+  assert.equal(refused.status, 400);
+  const body = (await refused.json()) as { error: { param: string; message: string } };
+  assert.equal(body.error.param, "guided_regex");
+  assert.match(body.error.message, /not served by vllm workers/);
+});

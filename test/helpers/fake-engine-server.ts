@@ -31,6 +31,8 @@ export interface FakeVllm {
   readonly prefills: number;
   /** vllm: decodes that pulled their prompt's KV from a prefill peer (`do_remote_prefill`). */
   readonly pulls: number;
+  /** The bodies of the generation calls it received (`/v1/completions`, `/generate`), oldest first. */
+  readonly bodies: readonly Record<string, unknown>[];
   readonly eventsEndpoint: string;
   readonly replayEndpoint: string;
   /** Batches published so far. */
@@ -101,6 +103,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   let running = 0;
   let prefills = 0;
   let pulls = 0;
+  const bodies: Record<string, unknown>[] = [];
   const engineId = createHash("sha256").update(`${Math.random()}`).digest("hex").slice(0, 16);
   const held = new Map<string, readonly number[]>();
   connectors.set(engineId, held);
@@ -234,6 +237,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     }
     if (req.url !== "/generate" || req.method !== "POST") return false;
     const body = await read(req);
+    bodies.push(body);
     const prompt = body.input_ids as number[];
     const maxTokens = Number((body.sampling_params as { max_new_tokens?: unknown }).max_new_tokens);
     const mode = settings.disaggregationMode ?? "null";
@@ -328,6 +332,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     }
     if (req.url === "/v1/completions" && req.method === "POST") {
       const body = await read(req);
+      bodies.push(body);
       const prompt = body.prompt as number[];
       if (body.model !== served)
         return json(res, 404, {
@@ -422,6 +427,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     get pulls() {
       return pulls;
     },
+    bodies,
     eventsEndpoint: `tcp://127.0.0.1:${eventsPort}`,
     replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
     get published() {

@@ -6,6 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import OpenAI from "openai";
+import { ensureTinyModel } from "../../src/engines/index.js";
+import { llamaServerBinary } from "../helpers/llama-server.js";
 import { freePort } from "../helpers/nats-server.js";
 
 test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all in order, cleanly", async () => {
@@ -155,6 +157,79 @@ test("armature up with a planner: section: the planner starts the workers, and C
     assert.ok(frontend >= 0 && frontend < worker && worker < planner && planner < nats, `stop order:\n${after}`);
     const summary = /armature up: stopped \((.*)\)/.exec(after)?.[1];
     assert.equal(summary, "nats 0, etcd SIGTERM, planner 0, frontend 0", after);
+  } finally {
+    if (!signalled) up.kill("SIGINT");
+    await exited;
+  }
+});
+
+test("armature up starts a worker's engine server from its engine-command, and stops it after the worker", async () => {
+  const [natsPort, etcdPort, etcdPeer, httpPort, enginePort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
+  const model = await ensureTinyModel(dir);
+  const file = join(dir, "cluster.yaml");
+  await writeFile(
+    file,
+    [
+      `nats: { port: ${natsPort} }`,
+      `etcd: { port: ${etcdPort}, peerPort: ${etcdPeer} }`,
+      "frontend:",
+      `  port: ${httpPort}`,
+      "  log-level: warn",
+      "workers:",
+      "  - engine: llama-server",
+      `    engine-url: http://127.0.0.1:${enginePort}`,
+      `    model: ${model}`,
+      "    log-level: warn",
+      `    engine-command: ${llamaServerBinary()} --model ${model} --host 127.0.0.1 --port ${enginePort} --parallel 2`,
+    ].join("\n"),
+  );
+  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let output = "";
+  up.stdout?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  up.stderr?.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  const exited = once(up, "exit");
+  let signalled = false;
+  try {
+    const deadline = Date.now() + 90_000;
+    const ready = (): boolean =>
+      /\[frontend\] armature frontend .* at http/.test(output) && /\[worker-1\] armature worker .*\(llama-server\)/.test(output);
+    while (!ready()) {
+      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(output, /armature up: 1 worker process \(and 1 engine server\)/);
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
+    const result = await client.chat.completions.create({
+      model: "armature-tiny-v2",
+      messages: [{ role: "user", content: "Hello" }],
+      max_tokens: 4,
+      temperature: 0,
+    });
+    assert.equal(result.usage?.completion_tokens !== undefined && result.usage.completion_tokens > 0, true);
+
+    const before = output.length;
+    process.kill(-(up.pid as number), "SIGINT");
+    signalled = true;
+    const [code] = await exited;
+    const after = output.slice(before);
+    assert.equal(code, 0, output);
+    // The worker drains and stops before its engine server is asked to stop.
+    const worker = after.search(/\[worker-1\] armature worker stopped/);
+    const engine = after.search(/\[engine-1\] .*cleaning up before exit/);
+    assert.ok(worker >= 0 && worker < engine, `stop order:\n${after}`);
+    const summary = /armature up: stopped \((.*)\)/.exec(after)?.[1];
+    assert.equal(summary, "nats 0, etcd SIGTERM, engine-1 0, worker-1 0, frontend 0", after);
   } finally {
     if (!signalled) up.kill("SIGINT");
     await exited;

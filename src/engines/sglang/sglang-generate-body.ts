@@ -10,10 +10,11 @@ import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
  */
 export function sglangGenerateBody(request: GenerateRequest): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read SGLang's log-probabilities yet");
-  if (request.constraint) {
+  const { constraint } = request;
+  if (constraint?.type === "grammar") {
     refuse(
-      request.constraint.type === "grammar" ? request.constraint.param : "response_format",
-      "structured output is not mapped to SGLang's json_schema, regex or ebnf yet",
+      constraint.param,
+      "armature compiles it to a llama.cpp grammar, which SGLang does not take; give the schema as response_format",
     );
   }
   const { sampling } = request;
@@ -38,6 +39,9 @@ export function sglangGenerateBody(request: GenerateRequest): Record<string, unk
       ...(request.ignoreEos ? { ignore_eos: true } : {}),
       ...(request.minTokens ? { min_new_tokens: request.minTokens } : {}),
       ...(request.stopTokenIds && request.stopTokenIds.length > 0 ? { stop_token_ids: request.stopTokenIds } : {}),
+      // SGLang's own structured output enforces the schema (its OpenAI adapter maps json_object so too).
+      ...(constraint?.type === "json_object" ? { json_schema: '{"type": "object"}' } : {}),
+      ...(constraint?.type === "json_schema" ? { json_schema: JSON.stringify(constraint.schema) } : {}),
     },
   };
 }

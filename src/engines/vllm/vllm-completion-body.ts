@@ -16,10 +16,11 @@ export function vllmCompletionBody(
   transferParams?: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read vLLM's log-probabilities yet");
-  if (request.constraint) {
+  const { constraint } = request;
+  if (constraint?.type === "grammar") {
     refuse(
-      request.constraint.type === "grammar" ? request.constraint.param : "response_format",
-      "structured output is not mapped to vLLM's guided decoding yet",
+      constraint.param,
+      "armature compiles it to a llama.cpp grammar, which vLLM does not take; give the schema as response_format",
     );
   }
   const { sampling } = request;
@@ -45,6 +46,11 @@ export function vllmCompletionBody(
     ...(request.ignoreEos ? { ignore_eos: true } : {}),
     ...(request.minTokens ? { min_tokens: request.minTokens } : {}),
     ...(request.stopTokenIds && request.stopTokenIds.length > 0 ? { stop_token_ids: request.stopTokenIds } : {}),
+    // vLLM's own structured output enforces the schema (its completions take response_format too).
+    ...(constraint?.type === "json_object" ? { response_format: { type: "json_object" } } : {}),
+    ...(constraint?.type === "json_schema"
+      ? { response_format: { type: "json_schema", json_schema: { name: "response", schema: constraint.schema, strict: true } } }
+      : {}),
     ...(transferParams ? { kv_transfer_params: transferParams } : {}),
   };
 }
