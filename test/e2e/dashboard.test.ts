@@ -69,10 +69,10 @@ describe("the dashboard in headless Chromium", {
     );
     assert.deepEqual(rows.map((r) => r.id).sort(), ids);
     for (const row of rows) {
-      assert.deepEqual(row.cells.slice(0, 3), [row.id, "aggregated", MODEL]);
+      assert.deepEqual(row.cells.slice(0, 4), [row.id, "aggregated", MODEL, "mocker"]);
     }
     await page.waitForFunction(
-      `[...document.querySelectorAll("#workers tbody tr td:nth-child(4)")].every((td) => td.textContent === "ready")`,
+      `[...document.querySelectorAll("#workers tbody tr td:nth-child(5)")].every((td) => td.textContent === "ready")`,
       { timeout: 15_000 },
     );
     assert.equal(await text(page, "#stat-requests"), "0");
@@ -105,7 +105,7 @@ describe("the dashboard in headless Chromium", {
     }
     // The "routed (1 min)" column: what each worker's x-armature-worker header said.
     const routed = await page.$$eval("#workers tbody tr", (trs) =>
-      trs.map((tr) => [tr.getAttribute("data-worker-id") ?? "", Number(tr.children[8]?.textContent)] as const),
+      trs.map((tr) => [tr.getAttribute("data-worker-id") ?? "", Number(tr.children[9]?.textContent)] as const),
     );
     assert.deepEqual(new Map(routed.filter(([, n]) => n > 0)), served);
     const recent = await page.$$eval("#routes tbody tr td:nth-child(3)", (tds) => tds.map((td) => td.textContent ?? ""));

@@ -327,3 +327,13 @@ test("structured output goes to vLLM as its own response_format; guided fields a
   assert.equal(body.error.param, "guided_regex");
   assert.match(body.error.message, /not served by vllm workers/);
 });
+
+test("the fleet view (dashboard) names each worker's engine and the server it drives", async () => {
+  const fleet = (await (await fetch(`${server.url}/v1/fleet`)).json()) as {
+    workers: { engine: string; backend: string | null; engineUrl: string | null }[];
+  };
+  assert.deepEqual(
+    fleet.workers.map((w) => [w.engine, w.backend, w.engineUrl]).sort(),
+    engines.map((e) => ["vllm", "vllm", e.url]).sort(),
+  );
+});

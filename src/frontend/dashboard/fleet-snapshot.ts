@@ -12,6 +12,10 @@ export interface FleetWorker {
   readonly role: string;
   readonly model: string;
   readonly engine: string;
+  /** What the engine computes on (`cpu`, `cuda`, …; the server's kind for a sidecar); null where the card says nothing. */
+  readonly backend: string | null;
+  /** The engine server a sidecar worker drives; null for engines in the worker's process. */
+  readonly engineUrl: string | null;
   /**
    * `busy`: over a busy threshold (new requests wait for another worker); `ready`: takes requests;
    * `unreported`: it has not published its load yet.
@@ -178,6 +182,8 @@ function fleetWorker(w: WorkerView, router: Router, indexer: KvIndexer | undefin
     role: w.card.role,
     model: w.card.name,
     engine: w.card.engine,
+    backend: w.card.backend ?? null,
+    engineUrl: w.card.engineUrl ?? null,
     state: load === undefined ? "unreported" : router.isBusy(w) ? "busy" : "ready",
     requestsInFlight: w.inflight,
     activeRequests: load?.activeRequests ?? null,

@@ -74,6 +74,7 @@
       cell(row, w.id, "worker-id");
       cell(row, w.role);
       cell(row, w.model);
+      cell(row, [w.engine, w.engineUrl ?? (w.backend !== w.engine ? w.backend : null)].filter(Boolean).join(" · "));
       cell(row, w.state, `state-${w.state}`);
       cell(row, String(w.requestsInFlight));
       cell(row, w.activeRequests === null ? "–" : `${w.activeRequests} · ${w.waitingRequests}`);
