@@ -57,7 +57,7 @@ type ThreadMessage =
 /**
  * A worker thread that tokenizes with a model's tokenizer, so a long prompt is tokenized off the
  * event loop (tokenizers are synchronous: llama.cpp's holds a loop about 100 ms for 100,000 tokens,
- * tokenizers.js about 0.9 µs a character, every running stream's tokens with it). Loading the
+ * tokenizers.js about 0.6 µs a character, every running stream's tokens with it). Loading the
  * tokenizer in a thread takes seconds; it never keeps the process alive.
  */
 export class TokenizerThread {
@@ -134,9 +134,9 @@ export class TokenizerThread {
 }
 
 /**
- * Texts at least this long are tokenized on another thread: llama.cpp's tokenizer takes about
- * 0.5 µs a character here and tokenizers.js about 0.9, so below this a text holds the event loop
- * for a few milliseconds at most.
+ * Texts at least this long are tokenized on another thread: llama.cpp's tokenizer takes 0.2–0.5 µs
+ * a character here and tokenizers.js about 0.6 (bench/tokenize-off-loop.ts), so below this a text
+ * holds the event loop for a few milliseconds at most.
  */
 export const OFF_LOOP_CHARACTERS = 8192;
 
