@@ -55,6 +55,11 @@ export interface FakeVllmSettings {
   readonly form?: "array" | "map";
   readonly servedModel?: string;
   readonly vocabSize?: number;
+  /**
+   * KV blocks its cache holds; beyond it the least recently used are evicted and published as
+   * `BlockRemoved`, as vLLM's block pool does (default: no limit).
+   */
+  readonly capacityBlocks?: number;
   /** vllm: runs no KV connector (prefill calls come back without `kv_transfer_params`). */
   readonly noKvConnector?: boolean;
   /** sglang: `--disaggregation-mode` (default `null`); a prefill server bootstraps on `bootstrapPort`. */
@@ -151,6 +156,11 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
           kv_cache_spec_kind: "full_attention",
         };
 
+  const removedEvent = (hashes: bigint[]) =>
+    form === "array"
+      ? ["BlockRemoved", hashes, "GPU"]
+      : { type: "BlockRemoved", block_hashes: hashes, medium: "GPU", group_idx: 0, kv_cache_spec_kind: "full_attention" };
+
   const publish = async (events: unknown[]): Promise<void> => {
     const payload = encode([Date.now() / 1000, events, 0], { useBigInt64: true });
     const mine = seq++;
@@ -178,6 +188,9 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       if (known !== undefined && fresh.length === 0) {
         cached += blockSize;
         parent = known;
+        // Most recently used last: eviction takes from the front.
+        cache.delete(key);
+        cache.set(key, known);
         continue;
       }
       const hash = engineHash(parent, tokens);
@@ -187,7 +200,16 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       freshTokens.push(...tokens);
       parent = hash;
     }
-    if (fresh.length > 0) await publish([storedEvent(fresh, freshParent, freshTokens)]);
+    const events: unknown[] = fresh.length > 0 ? [storedEvent(fresh, freshParent, freshTokens)] : [];
+    const evicted: bigint[] = [];
+    const capacity = settings.capacityBlocks ?? Number.POSITIVE_INFINITY;
+    for (const [key, hash] of cache) {
+      if (cache.size <= capacity) break;
+      cache.delete(key);
+      evicted.push(hash);
+    }
+    if (evicted.length > 0) events.push(removedEvent(evicted));
+    if (events.length > 0) await publish(events);
     return cached;
   };
 
@@ -319,13 +341,13 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       return void res.end(
         [
           "# TYPE vllm:cache_config_info gauge",
-          `vllm:cache_config_info{block_size="${blockSize}",cache_dtype="auto",enable_prefix_caching="True",num_gpu_blocks="4096"} 1.0`,
+          `vllm:cache_config_info{block_size="${blockSize}",cache_dtype="auto",enable_prefix_caching="True",num_gpu_blocks="${settings.capacityBlocks ?? 4096}"} 1.0`,
           "# TYPE vllm:num_requests_running gauge",
           `vllm:num_requests_running{engine="0",model_name="${served}"} ${running}`,
           "# TYPE vllm:num_requests_waiting gauge",
           `vllm:num_requests_waiting{engine="0",model_name="${served}"} 0.0`,
           "# TYPE vllm:kv_cache_usage_perc gauge",
-          `vllm:kv_cache_usage_perc{engine="0",model_name="${served}"} ${(cache.size / 4096).toFixed(4)}`,
+          `vllm:kv_cache_usage_perc{engine="0",model_name="${served}"} ${(cache.size / (settings.capacityBlocks ?? 4096)).toFixed(4)}`,
           "",
         ].join("\n"),
       );
