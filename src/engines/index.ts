@@ -32,6 +32,13 @@ export { connectSglang } from "./sglang/sglang-engine.js";
 export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/model-cache.js";
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";
+export {
+  bundleHash,
+  installedTokenizer,
+  installTokenizerBundle,
+  readTokenizerBundle,
+  type TokenizerBundle,
+} from "./tokenizer-bundle.js";
 export { loadTokenizer } from "./tokenizer-loader.js";
 export type { VllmEngineOptions } from "./vllm/vllm-engine.js";
 export { connectVllm } from "./vllm/vllm-engine.js";

@@ -33,6 +33,7 @@ import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } fr
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
 import { handleResponses } from "./routes/responses-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
+import { tokenizerFetcher } from "./tokenizer-fetch.js";
 import type { ToolCallParserName } from "./tool-calls/index.js";
 
 export interface FrontendOptions {
@@ -134,7 +135,8 @@ export class Frontend {
       (decision) => window.recordRouted(decision),
       options.onRequestStarted,
     );
-    this.#pipelines = new ModelPipelines(options.router.workers);
+    const runtime = options.router.runtime;
+    this.#pipelines = new ModelPipelines(options.router.workers, tokenizerFetcher(runtime.requests, runtime.invalidMessages));
     this.#server = options.tls
       ? createTlsServer(options.tls, (req, res) => this.#handle(req, res), this.#log)
       : createServer((req, res) => this.#handle(req, res));

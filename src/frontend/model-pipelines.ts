@@ -1,8 +1,10 @@
+import { existsSync } from "node:fs";
 import { Template } from "@huggingface/jinja";
-import { CHATML_TEMPLATE, loadTokenizer, type Tokenizer } from "../engines/index.js";
+import { CHATML_TEMPLATE, loadTokenizer, readTokenizerBundle, type Tokenizer } from "../engines/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import type { WorkerSet } from "../router/index.js";
 import type { ChatMessage } from "./requests/chat-request.js";
+import type { TokenizerFetcher } from "./tokenizer-fetch.js";
 import { type FunctionTool, templateToolCalls, templateTools } from "./tool-calls/index.js";
 
 /** What the frontend needs to turn a request for one model into tokens and back. */
@@ -64,13 +66,20 @@ export class ModelPipeline {
   }
 }
 
-/** One pipeline per served model, built from the first card seen and cached. */
+/**
+ * One pipeline per served model, built from its workers' card and cached while the card names the
+ * same tokenizer (a model that registers again with another tokenizer gets a fresh pipeline). A
+ * tokenizer whose path this process cannot read, or whose files here hash otherwise than the card
+ * says, is fetched from one of the model's workers (`fetch`).
+ */
 export class ModelPipelines {
   readonly #workers: WorkerSet;
-  readonly #pipelines = new Map<string, Promise<ModelPipeline>>();
+  readonly #fetch: TokenizerFetcher | undefined;
+  readonly #pipelines = new Map<string, { readonly key: string; readonly pipeline: Promise<ModelPipeline> }>();
 
-  constructor(workers: WorkerSet) {
+  constructor(workers: WorkerSet, fetch?: TokenizerFetcher) {
     this.#workers = workers;
+    this.#fetch = fetch;
   }
 
   /** Names of the models some worker serves now. */
@@ -86,12 +95,33 @@ export class ModelPipelines {
         param: "model",
       });
     }
-    let pipeline = this.#pipelines.get(model);
-    if (!pipeline) {
-      pipeline = loadTokenizer(card.tokenizer).then((tokenizer) => new ModelPipeline(card, tokenizer));
-      pipeline.catch(() => this.#pipelines.delete(model));
-      this.#pipelines.set(model, pipeline);
-    }
+    const key = JSON.stringify(card.tokenizer);
+    const cached = this.#pipelines.get(model);
+    if (cached?.key === key) return cached.pipeline;
+    const pipeline = this.#load(card);
+    pipeline.catch(() => {
+      if (this.#pipelines.get(model)?.pipeline === pipeline) this.#pipelines.delete(model);
+    });
+    this.#pipelines.set(model, { key, pipeline });
     return pipeline;
   }
+
+  async #load(card: ModelCard): Promise<ModelPipeline> {
+    const source = card.tokenizer;
+    if (source.kind !== "bytes" && source.sha256 !== undefined && this.#fetch && !(await holds(source))) {
+      const local = await this.#fetch(
+        card,
+        this.#workers.forModel(card.name).map((w) => w.id),
+      );
+      return new ModelPipeline(card, await loadTokenizer(local));
+    }
+    return new ModelPipeline(card, await loadTokenizer(source));
+  }
+}
+
+/** Whether this process reads the tokenizer the card names: its path, with files that hash as the card says. */
+async function holds(source: Exclude<ModelCard["tokenizer"], { kind: "bytes" }>): Promise<boolean> {
+  if (!existsSync(source.path)) return false;
+  const here = await readTokenizerBundle(source).catch(() => undefined);
+  return here?.sha256 === source.sha256;
 }

@@ -66,6 +66,13 @@ export type { Schema } from "./schema.js";
 export { MessageInvalidError } from "./schema.js";
 export { SseLineReader } from "./sse-line-reader.js";
 export { subjects } from "./subjects.js";
+export type { TokenizerFilePart, TokenizerRequest } from "./tokenizer-transfer.js";
+export {
+  MAX_TOKENIZER_FILE_BYTES,
+  TOKENIZER_PART_BYTES,
+  tokenizerFilePartSchema,
+  tokenizerRequestSchema,
+} from "./tokenizer-transfer.js";
 export type { TrafficReport } from "./traffic-report.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
 export { backendNames } from "./transfer-descriptors.js";

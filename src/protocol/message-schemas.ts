@@ -41,6 +41,7 @@ const modelName = str({ maxLength: 256 });
 /** Tokens one message may carry: longer than any context a worker serves. */
 const MAX_TOKENS = 1 << 21;
 const tokenId = int(0, 0x7fffffff);
+const sha256 = str({ maxLength: 64, pattern: /^[0-9a-f]{64}$/ });
 const tokenIds = arrayOf(tokenId, MAX_TOKENS);
 /** KV events one batch or dump may carry (a full default mocker cache is 16384 blocks). */
 const MAX_EVENTS = 1 << 20;
@@ -286,8 +287,8 @@ export const modelCardSchema: Schema<ModelCard> = object({
   contextLength: int(1),
   tokenizer: variants<ModelCard["tokenizer"]>(
     {
-      gguf: object({ kind: literal("gguf"), path: str({ maxLength: 4096 }) }),
-      huggingface: object({ kind: literal("huggingface"), path: str({ maxLength: 4096 }) }),
+      gguf: object({ kind: literal("gguf"), path: str({ maxLength: 4096 }), sha256: optional(sha256) }),
+      huggingface: object({ kind: literal("huggingface"), path: str({ maxLength: 4096 }), sha256: optional(sha256) }),
       bytes: object({ kind: literal("bytes") }),
     },
     "kind",

@@ -3,11 +3,13 @@ export type WorkerRole = "aggregated" | "prefill" | "decode";
 
 /**
  * Where a frontend finds the tokenizer for a model, without loading the weights: a GGUF's
- * vocabulary, a Hugging Face tokenizer folder (`tokenizer.json`), or the mocker's bytes.
+ * vocabulary, a Hugging Face tokenizer folder (`tokenizer.json`), or the mocker's bytes. `sha256`
+ * names the worker's tokenizer bundle (`readTokenizerBundle`): a frontend that cannot read `path`
+ * fetches the bundle from a worker and checks it against this.
  */
 export type TokenizerSource =
-  | { readonly kind: "gguf"; readonly path: string }
-  | { readonly kind: "huggingface"; readonly path: string }
+  | { readonly kind: "gguf"; readonly path: string; readonly sha256?: string | undefined }
+  | { readonly kind: "huggingface"; readonly path: string; readonly sha256?: string | undefined }
   | { readonly kind: "bytes" };
 
 /**

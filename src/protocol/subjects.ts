@@ -9,6 +9,8 @@ export const subjects = {
   allLoad: "armature.load.*",
   /** Request-plane address where a worker answers KV event queries (recovery after a gap). */
   kvQuery: (workerId: string): string => `${workerId}.kv_events_query`,
+  /** Request-plane address where a worker hands out its tokenizer bundle (frontends that cannot read its path). */
+  tokenizer: (workerId: string): string => `${workerId}.tokenizer`,
   /** Request-plane address where a worker answers `embed-request`s (`POST /v1/embeddings`). */
   embed: (workerId: string): string => `${workerId}.embed`,
   /** Router replicas share their bookings here. */

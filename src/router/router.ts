@@ -99,6 +99,11 @@ export class Router {
   readonly #log: Logger;
   #remoteWarnedAt = Number.NEGATIVE_INFINITY;
 
+  /** The runtime whose planes reach the workers (the frontend fetches tokenizers over its request plane). */
+  get runtime(): Runtime {
+    return this.#runtime;
+  }
+
   constructor(options: RouterOptions) {
     this.#runtime = options.runtime;
     this.#policy = options.policy;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Engine } from "../engines/index.js";
+import type { Engine, TokenizerBundle } from "../engines/index.js";
 import { type Logger, noTracing, type Tracing } from "../observability/index.js";
 import {
   ArmatureError,
@@ -24,6 +24,7 @@ import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
 import { withWorkerSpans } from "./request-spans.js";
+import { serveTokenizer, workerTokenizerBundle } from "./tokenizer-service.js";
 
 export interface WorkerHostOptions {
   readonly runtime: Runtime;
@@ -78,6 +79,9 @@ export class WorkerHost {
   readonly #recent: KvEventBatch[] = [];
   #queryRegistration: Registration | undefined;
   #embedRegistration: Registration | undefined;
+  #tokenizerRegistration: Registration | undefined;
+  /** The tokenizer bundle the card names, handed to frontends that cannot read its path. */
+  readonly #tokenizer: TokenizerBundle | undefined;
   #unsubscribeKv: (() => void) | undefined;
   #unwatchPeers: (() => void) | undefined;
   #background: Promise<void>[] = [];
@@ -86,16 +90,26 @@ export class WorkerHost {
   #drained: Promise<void> | undefined;
   #closing = false;
 
-  private constructor(options: WorkerHostOptions) {
+  private constructor(options: WorkerHostOptions, tokenizer: TokenizerBundle | undefined) {
     this.#o = options;
     this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
-    this.card = modelCardFor(options.engine.info, options.modelName, options.role ?? "aggregated");
+    const card = modelCardFor(options.engine.info, options.modelName, options.role ?? "aggregated");
+    this.#tokenizer = tokenizer;
+    this.card =
+      tokenizer === undefined || card.tokenizer.kind === "bytes"
+        ? card
+        : { ...card, tokenizer: { ...card.tokenizer, sha256: tokenizer.sha256 } };
     this.#log = options.logger.child({ component: "worker", workerId: this.id });
   }
 
   /** Starts serving and registers; resolves once the worker is routable. */
   static async create(options: WorkerHostOptions): Promise<WorkerHost> {
-    const host = new WorkerHost(options);
+    // The card names the tokenizer by its bundle's hash, so frontends on other hosts can fetch it.
+    const bundle = await workerTokenizerBundle(options.engine.info.tokenizer).catch((error: Error) => {
+      options.logger.warn({ err: error }, "the tokenizer cannot be handed to frontends that lack its path");
+      return undefined;
+    });
+    const host = new WorkerHost(options, bundle);
     await host.#start();
     return host;
   }
@@ -146,6 +160,9 @@ export class WorkerHost {
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
     this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
     this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
+    if (this.#tokenizer) {
+      this.#tokenizerRegistration = await serveTokenizer({ runtime, workerId: this.id, bundle: this.#tokenizer });
+    }
     this.#embedRegistration = await serveEmbeddings({
       runtime,
       workerId: this.id,
@@ -302,6 +319,7 @@ export class WorkerHost {
     await this.#registration?.close();
     await this.#queryRegistration?.close();
     await this.#embedRegistration?.close();
+    await this.#tokenizerRegistration?.close();
     const graceOver = new AbortController();
     const grace = this.#o.runtime.clock.sleep(graceMs, graceOver.signal).catch(() => undefined);
     await Promise.race([Promise.all(this.#inflight), grace]);
