@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { mkdtemp, readdir, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
+import { ensureTinyModel } from "../../src/engines/index.js";
 import { startArmature } from "../helpers/armature-process.js";
 import { type ClusterServers, healthInstances, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
 
@@ -118,5 +122,32 @@ test("workers of two models share one frontend; a model whose last worker leaves
     assert.equal((await ask("beta")).model, "beta");
   } finally {
     await Promise.all([frontend.stop(), alpha.stop(), beta.stop()]);
+  }
+});
+
+test("a frontend process on a host without the worker's model file gets its tokenizer from the worker, over NATS", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "armature-remote-tokenizer-"));
+  const model = await ensureTinyModel(dir);
+  // The worker reads its model through a path the frontend will not find (another host's disk).
+  const link = join(dir, "on-the-worker-host.gguf");
+  await symlink(model, link);
+  const cluster = servers.flags;
+  const worker = await startArmature(["worker", ...cluster, "--model", link]);
+  let frontend: Awaited<ReturnType<typeof startArmature>> | undefined;
+  try {
+    await rm(link);
+    frontend = await startArmature(["frontend", ...cluster, "--port", "0"], { ARMATURE_CACHE_DIR: join(dir, "cache") });
+    await waitForInstances(frontend.url, 1);
+    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const response = await client.chat.completions.create({
+      model: "on-the-worker-host",
+      messages: [{ role: "user", content: "Hello" }],
+      max_tokens: 4,
+      temperature: 0,
+    });
+    assert.ok((response.usage?.prompt_tokens ?? 0) > 0);
+    assert.equal((await readdir(join(dir, "cache", "tokenizers"))).length, 1);
+  } finally {
+    await Promise.all([frontend?.stop(), worker.stop()]);
   }
 });
