@@ -7,6 +7,7 @@ import {
   SseLineReader,
 } from "../../protocol/index.js";
 import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillOptions, PrefillResult } from "../engine.js";
+import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { engineHttpError, isHealthy } from "./engine-server-http.js";
 
 /** One stream message of an engine server, read. */
@@ -64,6 +65,16 @@ export type EnginePrefillDialect =
 /** How long a concurrent prefill call may run unanswered before it is dropped (its peer never came). */
 const CONCURRENT_PREFILL_MS = 120_000;
 
+/** An engine server's ZMQ KV event publisher, as a sidecar is told of it. */
+export interface EngineKvEventsOptions {
+  /** The publisher (`--kv-events-endpoint`: the engine's `endpoint`, with the host to reach). */
+  readonly kvEventsEndpoint?: string | undefined;
+  /** Its replay socket (`--kv-events-replay-endpoint`). */
+  readonly kvEventsReplayEndpoint?: string | undefined;
+  /** A KV event batch dropped (malformed, a gap not filled, another attention group's). */
+  readonly onDroppedEvents?: ((reason: string) => void) | undefined;
+}
+
 /** The engine's own view of its load, where it publishes one (polled with its health). */
 export type EngineLoadReader = (url: string) => Promise<Partial<EngineLoad> | undefined>;
 
@@ -115,6 +126,26 @@ export class EngineServerEngine implements Engine {
   /** Runs at `close` (stops what feeds `emit`). */
   onClose(hook: () => Promise<void>): void {
     this.#onClose = hook;
+  }
+
+  /**
+   * Follows the engine's ZMQ KV events (where a publisher is given) into `emit`, with blocks of
+   * `blockSize` tokens; the subscription ends at `close`. A block size the events contradict is said
+   * once, loudly: every lookup would miss.
+   */
+  followKvEvents(options: EngineKvEventsOptions, blockSize: number): void {
+    if (!options.kvEventsEndpoint) return;
+    const { kind } = this.#o.dialect;
+    const stream = new EngineKvEventStream({
+      endpoint: options.kvEventsEndpoint,
+      replayEndpoint: options.kvEventsReplayEndpoint,
+      blockSize,
+      onEvents: (events) => this.emit(events),
+      onDropped: (reason) => options.onDroppedEvents?.(reason),
+      onFatal: (message) => process.emitWarning(`${kind} at ${this.#o.url}: ${message}`, "ArmatureWarning"),
+    });
+    stream.start();
+    this.onClose(() => stream.close());
   }
 
   async *generate(request: GenerateRequest, options: GenerateOptions): AsyncGenerator<GenerateResponse> {

@@ -1,4 +1,5 @@
 import { ArmatureError, type TokenizerSource } from "../../protocol/index.js";
+import type { EngineInfo } from "../engine.js";
 import { HfTokenizer } from "../huggingface/hf-tokenizer.js";
 import { llamaRuntime } from "../llamacpp/llama-runtime.js";
 import { modelTokens } from "../llamacpp/model-tokens.js";
@@ -15,6 +16,19 @@ export interface EngineTokenizer {
   readonly eosTokenIds: readonly number[];
   readonly bosToken: string | undefined;
   readonly eosToken: string | undefined;
+}
+
+/** What a sidecar's card says of its tokenizer. */
+export function tokenizerInfo(
+  tokenizer: EngineTokenizer,
+): Pick<EngineInfo, "tokenizer" | "chatTemplate" | "eosTokenIds" | "bosToken" | "eosToken"> {
+  return {
+    tokenizer: tokenizer.source,
+    chatTemplate: tokenizer.chatTemplate,
+    eosTokenIds: tokenizer.eosTokenIds,
+    bosToken: tokenizer.bosToken,
+    eosToken: tokenizer.eosToken,
+  };
 }
 
 /** Reads the vocabulary of the GGUF at `path` (no weights). */

@@ -2,7 +2,7 @@ import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import { EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { completionBody } from "./completion-body.js";
 
@@ -45,11 +45,8 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
     maxBatchedTokens: props.nCtx,
     maxSequences: props.slots,
     contextLength: props.nCtx,
-    tokenizer: tokenizer.source,
+    ...tokenizerInfo(tokenizer),
     chatTemplate: props.chatTemplate ?? tokenizer.chatTemplate,
-    eosTokenIds: tokenizer.eosTokenIds,
-    bosToken: tokenizer.bosToken,
-    eosToken: tokenizer.eosToken,
     publishesKvEvents: false,
     engineUrl: url,
   };

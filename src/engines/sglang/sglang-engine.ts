@@ -1,22 +1,23 @@
 import { randomInt } from "node:crypto";
 import { ArmatureError, type FinishReason, type WorkerRole } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
-import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
+import {
+  type EngineKvEventsOptions,
+  type EngineServerDialect,
+  EngineServerEngine,
+  type StreamChunk,
+} from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
-import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { sglangGenerateBody } from "./sglang-generate-body.js";
 
-export interface SglangEngineOptions {
+/** `EngineKvEventsOptions`: SGLang's publisher (`--kv-events-config` with `"publisher": "zmq"`). */
+export interface SglangEngineOptions extends EngineKvEventsOptions {
   /** Where `python -m sglang.launch_server` listens (`--engine-url`). */
   readonly url: string;
   /** The model's tokenizer as the worker reads it (`--tokenizer DIR` or `--model`). */
   readonly tokenizer: EngineTokenizer;
-  /** SGLang's KV event publisher (its `--kv-events-config` `endpoint`, with the host to reach). */
-  readonly kvEventsEndpoint?: string | undefined;
-  /** Its replay socket. */
-  readonly kvEventsReplayEndpoint?: string | undefined;
   /**
    * The worker's role: `prefill` and `decode` need an SGLang started in that disaggregation mode
    * (`--disaggregation-mode`), `aggregated` one started without. Default aggregated.
@@ -26,8 +27,6 @@ export interface SglangEngineOptions {
   readonly blockSize?: number | undefined;
   readonly startTimeoutMs?: number | undefined;
   readonly healthIntervalMs?: number | undefined;
-  /** A KV event batch dropped (malformed, a gap not filled, another attention group's). */
-  readonly onDroppedEvents?: ((reason: string) => void) | undefined;
 }
 
 /** What the worker reads of SGLang's server arguments and state. */
@@ -91,11 +90,7 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
     maxBatchedTokens: contextLength,
     maxSequences: server.maxRunning,
     contextLength,
-    tokenizer: tokenizer.source,
-    chatTemplate: tokenizer.chatTemplate,
-    eosTokenIds: tokenizer.eosTokenIds,
-    bosToken: tokenizer.bosToken,
-    eosToken: tokenizer.eosToken,
+    ...tokenizerInfo(tokenizer),
     publishesKvEvents: options.kvEventsEndpoint !== undefined,
     engineUrl: url,
   };
@@ -107,18 +102,7 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
     healthIntervalMs: options.healthIntervalMs,
     readLoad: (at) => readSglangLoad(at, totalBlocks),
   });
-  if (options.kvEventsEndpoint) {
-    const stream = new EngineKvEventStream({
-      endpoint: options.kvEventsEndpoint,
-      replayEndpoint: options.kvEventsReplayEndpoint,
-      blockSize: server.pageSize,
-      onEvents: (events) => engine.emit(events),
-      onDropped: (reason) => options.onDroppedEvents?.(reason),
-      onFatal: (message) => process.emitWarning(`sglang at ${url}: ${message}`, "ArmatureWarning"),
-    });
-    stream.start();
-    engine.onClose(() => stream.close());
-  }
+  engine.followKvEvents(options, server.pageSize);
   return engine;
 }
 

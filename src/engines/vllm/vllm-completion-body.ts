@@ -1,5 +1,5 @@
-import { randomInt } from "node:crypto";
 import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
+import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fields.js";
 
 /**
  * The body of vLLM's OpenAI `POST /v1/completions` for a generate request: the prompt as token ids
@@ -23,8 +23,7 @@ export function vllmCompletionBody(
       "armature compiles it to a llama.cpp grammar, which vLLM does not take; give the schema as response_format",
     );
   }
-  const { sampling } = request;
-  const sampled = sampling.temperature > 0;
+  const seed = samplingSeed(request);
   return {
     model: servedModel,
     prompt: request.tokenIds,
@@ -32,20 +31,9 @@ export function vllmCompletionBody(
     stream: true,
     stream_options: { include_usage: true },
     return_token_ids: true,
-    temperature: sampling.temperature,
-    ...(sampling.topP !== undefined ? { top_p: sampling.topP } : {}),
-    ...(sampling.topK !== undefined ? { top_k: sampling.topK } : {}),
-    ...(sampling.minP !== undefined ? { min_p: sampling.minP } : {}),
-    ...(sampled ? { seed: sampling.seed === undefined ? randomInt(0x7fffffff) : sampling.seed } : {}),
-    ...(sampling.presencePenalty !== undefined ? { presence_penalty: sampling.presencePenalty } : {}),
-    ...(sampling.frequencyPenalty !== undefined ? { frequency_penalty: sampling.frequencyPenalty } : {}),
-    ...(sampling.repetitionPenalty !== undefined ? { repetition_penalty: sampling.repetitionPenalty } : {}),
-    ...(sampling.logitBias && sampling.logitBias.length > 0
-      ? { logit_bias: Object.fromEntries(sampling.logitBias.map((entry) => [String(entry.token), entry.bias])) }
-      : {}),
-    ...(request.ignoreEos ? { ignore_eos: true } : {}),
+    ...sharedSamplingFields(request),
+    ...(seed !== undefined ? { seed } : {}),
     ...(request.minTokens ? { min_tokens: request.minTokens } : {}),
-    ...(request.stopTokenIds && request.stopTokenIds.length > 0 ? { stop_token_ids: request.stopTokenIds } : {}),
     // vLLM's own structured output enforces the schema (its completions take response_format too).
     ...(constraint?.type === "json_object" ? { response_format: { type: "json_object" } } : {}),
     ...(constraint?.type === "json_schema"

@@ -1,27 +1,26 @@
 import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
-import { type EngineServerDialect, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
+import {
+  type EngineKvEventsOptions,
+  type EngineServerDialect,
+  EngineServerEngine,
+  type StreamChunk,
+} from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
+import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
-import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
-export interface VllmEngineOptions {
+/** `EngineKvEventsOptions`: vLLM's publisher (`--kv-events-config`'s `endpoint`). */
+export interface VllmEngineOptions extends EngineKvEventsOptions {
   /** Where `vllm serve` listens (`--engine-url`). */
   readonly url: string;
   /** The model's tokenizer as the worker reads it (the GGUF vLLM serves). */
   readonly tokenizer: EngineTokenizer;
-  /** vLLM's KV event publisher (`--kv-events-endpoint`, its `endpoint` with the host to reach). */
-  readonly kvEventsEndpoint?: string | undefined;
-  /** Its replay socket (`--kv-events-replay-endpoint`). */
-  readonly kvEventsReplayEndpoint?: string | undefined;
   /** `--block-size`, when given: checked against vLLM's own. */
   readonly blockSize?: number | undefined;
   readonly startTimeoutMs?: number | undefined;
   readonly healthIntervalMs?: number | undefined;
-  /** A KV event batch dropped (malformed, a gap not filled, another attention group's). */
-  readonly onDroppedEvents?: ((reason: string) => void) | undefined;
 }
 
 const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", abort: "cancelled" };
@@ -59,11 +58,7 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
     maxBatchedTokens: contextLength,
     maxSequences: 256,
     contextLength,
-    tokenizer: tokenizer.source,
-    chatTemplate: tokenizer.chatTemplate,
-    eosTokenIds: tokenizer.eosTokenIds,
-    bosToken: tokenizer.bosToken,
-    eosToken: tokenizer.eosToken,
+    ...tokenizerInfo(tokenizer),
     publishesKvEvents: options.kvEventsEndpoint !== undefined,
     engineUrl: url,
   };
@@ -75,18 +70,7 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
     healthIntervalMs: options.healthIntervalMs,
     readLoad: (at) => readVllmLoad(at, cache.blocks),
   });
-  if (options.kvEventsEndpoint) {
-    const stream = new EngineKvEventStream({
-      endpoint: options.kvEventsEndpoint,
-      replayEndpoint: options.kvEventsReplayEndpoint,
-      blockSize: cache.blockSize,
-      onEvents: (events) => engine.emit(events),
-      onDropped: (reason) => options.onDroppedEvents?.(reason),
-      onFatal: (message) => process.emitWarning(`vllm at ${url}: ${message}`, "ArmatureWarning"),
-    });
-    stream.start();
-    engine.onClose(() => stream.close());
-  }
+  engine.followKvEvents(options, cache.blockSize);
   return engine;
 }
 

@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { GenerateRequest } from "../../protocol/index.js";
+import { sglangGenerateBody } from "./sglang-generate-body.js";
+
+// Field names from SGLang's GenerateReqInput and SamplingParams (python/sglang/srt/managers/io_struct.py,
+// python/sglang/srt/sampling/sampling_params.py).
+
+const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest => ({
+  type: "generate-request",
+  requestId: "req-1",
+  model: "m",
+  tokenIds: [1, 2, 3],
+  sampling: { temperature: 0 },
+  maxTokens: 5,
+  ...overrides,
+});
+
+test("greedy: input_ids in, the request id as rid, streamed; nothing else set", () => {
+  assert.deepEqual(sglangGenerateBody(request()), {
+    input_ids: [1, 2, 3],
+    rid: "req-1",
+    stream: true,
+    sampling_params: { max_new_tokens: 5, temperature: 0 },
+  });
+});
+
+test("sampled: each field by SGLang's name (sampling_seed, min_new_tokens), a schema as json_schema text", () => {
+  const schema = { type: "object", properties: { a: { type: "integer" } } };
+  const { sampling_params: p } = sglangGenerateBody(
+    request({
+      sampling: {
+        temperature: 0.7,
+        topP: 0.9,
+        topK: 20,
+        minP: 0.1,
+        seed: 42,
+        presencePenalty: 0.5,
+        frequencyPenalty: 0.25,
+        repetitionPenalty: 1.2,
+        logitBias: [{ token: 7, bias: 3 }],
+      },
+      ignoreEos: true,
+      minTokens: 2,
+      stopTokenIds: [9],
+      constraint: { type: "json_schema", schema },
+    }),
+  ) as { sampling_params: Record<string, unknown> };
+  assert.deepEqual(p, {
+    max_new_tokens: 5,
+    temperature: 0.7,
+    top_p: 0.9,
+    top_k: 20,
+    min_p: 0.1,
+    presence_penalty: 0.5,
+    frequency_penalty: 0.25,
+    repetition_penalty: 1.2,
+    logit_bias: { "7": 3 },
+    ignore_eos: true,
+    stop_token_ids: [9],
+    sampling_seed: 42,
+    min_new_tokens: 2,
+    json_schema: JSON.stringify(schema),
+  });
+  const objectOnly = sglangGenerateBody(request({ constraint: { type: "json_object" } })) as {
+    sampling_params: Record<string, unknown>;
+  };
+  assert.equal(objectOnly.sampling_params.json_schema, '{"type": "object"}');
+});
+
+test("grammar-compiled fields and log-probabilities are refused by name", () => {
+  assert.throws(
+    () => sglangGenerateBody(request({ constraint: { type: "grammar", gbnf: 'root ::= "a"', param: "guided_choice" } })),
+    (error: Error & { param?: string }) => error.param === "guided_choice",
+  );
+  assert.throws(() => sglangGenerateBody(request({ logprobs: { top: 1 } })), /logprobs is not served by sglang workers/);
+});

@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { GenerateRequest } from "../../protocol/index.js";
+import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
+
+// Field names from vLLM's OpenAI CompletionRequest (vllm/entrypoints/openai/protocol.py) and its
+// NixlConnector proxy (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py).
+
+const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest => ({
+  type: "generate-request",
+  requestId: "r",
+  model: "m",
+  tokenIds: [1, 2, 3],
+  sampling: { temperature: 0 },
+  maxTokens: 5,
+  ...overrides,
+});
+
+test("greedy: token ids in, token ids back, usage asked; nothing else set", () => {
+  assert.deepEqual(vllmCompletionBody(request(), "served"), {
+    model: "served",
+    prompt: [1, 2, 3],
+    max_tokens: 5,
+    stream: true,
+    stream_options: { include_usage: true },
+    return_token_ids: true,
+    temperature: 0,
+  });
+});
+
+test("sampled: each field by vLLM's name; its extensions pass through; a schema as response_format", () => {
+  const schema = { type: "object" };
+  const body = vllmCompletionBody(
+    request({
+      sampling: {
+        temperature: 0.7,
+        topP: 0.9,
+        topK: 20,
+        minP: 0.1,
+        seed: 42,
+        presencePenalty: 0.5,
+        frequencyPenalty: 0.25,
+        repetitionPenalty: 1.2,
+        logitBias: [{ token: 7, bias: -100 }],
+      },
+      ignoreEos: true,
+      minTokens: 2,
+      stopTokenIds: [9],
+      constraint: { type: "json_schema", schema },
+    }),
+    "served",
+  );
+  assert.deepEqual(
+    [
+      body.temperature,
+      body.top_p,
+      body.top_k,
+      body.min_p,
+      body.seed,
+      body.presence_penalty,
+      body.frequency_penalty,
+      body.repetition_penalty,
+    ],
+    [0.7, 0.9, 20, 0.1, 42, 0.5, 0.25, 1.2],
+  );
+  assert.deepEqual(body.logit_bias, { "7": -100 });
+  assert.deepEqual([body.ignore_eos, body.min_tokens, body.stop_token_ids], [true, 2, [9]]);
+  assert.deepEqual(body.response_format, { type: "json_schema", json_schema: { name: "response", schema, strict: true } });
+  // An unseeded sampled request gets a seed of its own.
+  assert.equal(typeof vllmCompletionBody(request({ sampling: { temperature: 1 } }), "served").seed, "number");
+});
+
+test("the prefill half: one token, not streamed, no min_tokens, kv_transfer_params asking for a remote decode", () => {
+  const body = vllmPrefillBody(request({ minTokens: 3, disaggregation: { phase: "prefill" } }), "served");
+  assert.deepEqual(body, {
+    model: "served",
+    prompt: [1, 2, 3],
+    max_tokens: 1,
+    stream: false,
+    return_token_ids: true,
+    temperature: 0,
+    kv_transfer_params: {
+      do_remote_decode: true,
+      do_remote_prefill: false,
+      remote_engine_id: null,
+      remote_block_ids: null,
+      remote_host: null,
+      remote_port: null,
+    },
+  });
+});
+
+test("fields armature compiles to llama.cpp grammars and log-probabilities are refused by name", () => {
+  assert.throws(
+    () => vllmCompletionBody(request({ constraint: { type: "grammar", gbnf: 'root ::= "a"', param: "guided_regex" } }), "s"),
+    (error: Error & { param?: string }) => error.param === "guided_regex",
+  );
+  assert.throws(() => vllmCompletionBody(request({ logprobs: { top: 2 } }), "s"), /logprobs is not served by vllm workers/);
+});
