@@ -64,3 +64,45 @@ test("workers given a secret use it beyond loopback", async () => {
     await runtime.close();
   }
 });
+
+test("sidecar flags out of place are refused by name before any engine is asked", async () => {
+  const runtime = createEmbeddedRuntime();
+  const refusal = (args: string[]) =>
+    startWorkers(resolveServeOptions(args, {}), runtime, silentLogger).then(
+      () => "started",
+      (e: Error) => e.message,
+    );
+  const url = "http://127.0.0.1:1";
+  try {
+    assert.match(
+      await refusal(["--engine", "mocker", "--tokenizer", "/models/m"]),
+      /--tokenizer is for the engine servers \(--engine llama-server, vllm or sglang\); --engine mocker runs its model in this process/,
+    );
+    assert.match(
+      await refusal(["--engine", "llama-server", "--engine-url", url, "--tokenizer", "/models/m", "--model", "m.gguf"]),
+      /--tokenizer and --model both name the model's tokenizer/,
+    );
+    assert.match(
+      await refusal(["--engine", "sglang", "--engine-url", url]),
+      /--tokenizer is needed: a sglang worker reads the model's tokenizer/,
+    );
+    assert.match(
+      await refusal(["--engine", "llama-server", "--model", "m.gguf", "--engine-url", url, "--prefill-engine-url", url]),
+      /--prefill-engine-url: llama-server workers serve aggregated only/,
+    );
+    assert.match(
+      await refusal(["--engine", "llama-server", "--model", "m.gguf", "--engine-url", url, "--role", "decode"]),
+      /--role decode: llama-server workers serve aggregated only/,
+    );
+    assert.match(
+      await refusal(["--engine", "vllm", "--model", "m.gguf", "--engine-url", url, "--prefill", "1"]),
+      /--prefill: engine-server workers prefill on the servers of --prefill-engine-url/,
+    );
+    assert.match(
+      await refusal(["--engine", "vllm", "--model", "m.gguf", "--engine-url", url, "--prefill-engine-url", url, "--role", "prefill"]),
+      /--role and --prefill-engine-url: give one/,
+    );
+  } finally {
+    await runtime.close();
+  }
+});

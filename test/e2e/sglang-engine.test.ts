@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
-import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
+import { connectSglang, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { type FakeVllm, startFakeSglang } from "../helpers/fake-engine-server.js";
@@ -123,23 +123,13 @@ test("what the sglang worker does not map is refused by name", async () => {
   assert.match(body.error.message, /not served by sglang workers/);
 });
 
-async function refused(args: string[]): Promise<string> {
-  return startServe(args).then(
-    async (s) => {
-      await s.stop();
-      return "started";
-    },
-    (e: Error) => e.message,
-  );
-}
-
-test("a --block-size other than SGLang's page size, a worker without a tokenizer, a server that is no SGLang: refused by name", async () => {
+test("a --block-size other than SGLang's page size, and a server that is no SGLang, are refused by name", async () => {
   const engine = engines[0] as FakeVllm;
-  assert.match(
-    await refused(["--engine", "sglang", "--model", model, "--engine-url", engine.url, "--block-size", "32"]),
+  const engineTokenizer = await ggufEngineTokenizer(model);
+  await assert.rejects(
+    connectSglang({ url: engine.url, tokenizer: engineTokenizer, blockSize: 32 }),
     /--block-size 32: the sglang at .* keeps its KV cache in pages of 16 tokens/,
   );
-  assert.match(await refused(["--engine", "sglang", "--engine-url", engine.url]), /--tokenizer is needed: a sglang worker/);
   const impostor: Server = createServer((req, res) => {
     res.writeHead(req.url === "/health" ? 200 : 404, { "content-type": "application/json" });
     res.end(req.url === "/v1/models" ? '{"data":[{"id":"m"}]}' : '{"detail":"Not Found"}');
@@ -147,8 +137,8 @@ test("a --block-size other than SGLang's page size, a worker without a tokenizer
   await new Promise<void>((resolve) => impostor.listen(0, "127.0.0.1", resolve));
   try {
     const url = `http://127.0.0.1:${(impostor.address() as { port: number }).port}`;
-    assert.match(
-      await refused(["--engine", "sglang", "--model", model, "--engine-url", url, "--engine-wait", "2"]),
+    await assert.rejects(
+      connectSglang({ url, tokenizer: engineTokenizer, startTimeoutMs: 2000 }),
       /GET \/server_info has no page_size; is it an sglang\?/,
     );
   } finally {
@@ -196,9 +186,14 @@ test("split prefill and decode through SGLang's bootstrap: both halves at once, 
   const prefillEngine = await startFakeSglang({ tokenize, disaggregationMode: "prefill", bootstrapPort: 9123 });
   try {
     // A server in a disaggregation mode cannot serve whole requests, nor the other half.
-    assert.match(
-      await refused(["--engine", "sglang", "--model", model, "--engine-url", prefillEngine.url]),
+    const engineTokenizer = await ggufEngineTokenizer(model);
+    await assert.rejects(
+      connectSglang({ url: prefillEngine.url, tokenizer: engineTokenizer }),
       /an aggregated worker needs an sglang started with --disaggregation-mode null, and this one runs in mode prefill/,
+    );
+    await assert.rejects(
+      connectSglang({ url: prefillEngine.url, tokenizer: engineTokenizer, role: "decode" }),
+      /a decode worker needs an sglang started with --disaggregation-mode decode, and this one runs in mode prefill/,
     );
     const split = await startServe([
       "--engine",

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
-import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
+import { connectVllm, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { type FakeVllm, startFakeVllm } from "../helpers/fake-engine-server.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
@@ -216,9 +216,16 @@ test("split prefill and decode through vLLM's KV connector: the decode server pu
   const prefillEngine = await startFakeVllm({ tokenize });
   const noConnector = await startFakeVllm({ tokenize, noKvConnector: true });
   const expiring = await startFakeVllm({ tokenize, expireTransfers: true });
-  const start = (prefillUrl: string) =>
-    startServe(["--engine", "vllm", "--model", model, "--engine-url", decodeEngine.url, "--prefill-engine-url", prefillUrl]);
-  const split = await start(prefillEngine.url);
+  const split = await startServe([
+    "--engine",
+    "vllm",
+    "--model",
+    model,
+    "--engine-url",
+    decodeEngine.url,
+    "--prefill-engine-url",
+    prefillEngine.url,
+  ]);
   try {
     const splitClient = new OpenAI({ baseURL: `${split.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const prompt = freshPrompt(3);
@@ -251,51 +258,42 @@ test("split prefill and decode through vLLM's KV connector: the decode server pu
   } finally {
     assert.equal(await split.stop("SIGTERM"), 0, split.output());
   }
-  // A prefill server without a KV connector returns no transfer parameters: the decode server prefills.
-  const fallback = await start(noConnector.url);
+  // The two ways a split request falls back to a prefill on the decode worker, engine by engine
+  // (the worker's fallback on them is src/worker's): a prefill server without a KV connector returns
+  // no transfer parameters, and a decode server that cannot pull (the prefill server freed the KV
+  // first) fails the decode call with TRANSFER_FAILED before any token.
+  const engineTokenizer = await ggufEngineTokenizer(model);
+  const request = {
+    type: "generate-request" as const,
+    requestId: "r",
+    model: "fake-model",
+    tokenIds: freshPrompt(2),
+    sampling: { temperature: 0 },
+    maxTokens: 4,
+  };
+  const signal = new AbortController().signal;
+  const [withoutConnector, expiringPrefill, decoder] = await Promise.all(
+    [noConnector, expiring, decodeEngine].map((e) => connectVllm({ url: e.url, tokenizer: engineTokenizer })),
+  );
   try {
-    const fallbackClient = new OpenAI({ baseURL: `${fallback.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const prompt = freshPrompt(2);
-    const response = await fallbackClient.completions.create({ model: MODEL, prompt, max_tokens: 5, temperature: 0 });
-    assert.equal(response.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 5)));
-    assert.equal(noConnector.prefills, 1);
-    assert.equal(decodeEngine.pulls, 2);
+    await assert.rejects(
+      withoutConnector?.prefill?.(request, { signal, exportPath: "" }) as Promise<unknown>,
+      /returned no kv_transfer_params for a prefill: start it with a KV connector/,
+    );
+    const prefilled = await expiringPrefill?.prefill?.(request, { signal, exportPath: "" });
+    assert.equal(prefilled?.kv?.format, "engine-transfer-params");
+    const params = (prefilled?.kv as { params: Record<string, unknown> }).params;
+    await assert.rejects(
+      (async () => {
+        for await (const _ of decoder?.generate(request, { signal, importedKv: { format: "engine-transfer-params", params } }) ??
+          []);
+      })(),
+      (error: Error & { code?: string }) => error.code === "TRANSFER_FAILED" && /no such remote blocks/.test(error.message),
+    );
   } finally {
-    assert.equal(await fallback.stop("SIGTERM"), 0, fallback.output());
-  }
-  // A decode server that cannot pull (the prefill server freed the KV first) fails the decode
-  // call; the decode worker then sends the request whole to its server, and the client sees nothing.
-  const expired = await start(expiring.url);
-  try {
-    const expiredClient = new OpenAI({ baseURL: `${expired.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const prompt = freshPrompt(2);
-    const response = await expiredClient.completions.create({ model: MODEL, prompt, max_tokens: 5, temperature: 0 });
-    assert.equal(response.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 5)));
-    assert.deepEqual([expiring.prefills, decodeEngine.pulls], [1, 2]);
-  } finally {
-    assert.equal(await expired.stop("SIGTERM"), 0, expired.output());
+    await Promise.all([withoutConnector, expiringPrefill, decoder].map((e) => e?.close()));
     await Promise.all([decodeEngine.close(), prefillEngine.close(), noConnector.close(), expiring.close()]);
   }
-});
-
-test("split roles on engine servers without a KV connector protocol are refused by name", async () => {
-  const refusal = (args: string[]) =>
-    startServe(args).then(
-      async (s) => {
-        await s.stop();
-        return "started";
-      },
-      (e: Error) => e.message,
-    );
-  const url = (engines[0] as FakeVllm).url;
-  assert.match(
-    await refusal(["--engine", "llama-server", "--model", model, "--engine-url", url, "--prefill-engine-url", url]),
-    /--prefill-engine-url: llama-server workers serve aggregated only/,
-  );
-  assert.match(
-    await refusal(["--engine", "vllm", "--model", model, "--engine-url", url, "--prefill", "1"]),
-    /--prefill: engine-server workers prefill on the servers of --prefill-engine-url/,
-  );
 });
 
 test("structured output goes to vLLM as its own response_format; guided fields armature compiles to GBNF are refused by name", async () => {

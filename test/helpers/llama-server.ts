@@ -38,7 +38,16 @@ export interface LlamaServerSettings {
  * about), and waits until `/health` answers 200.
  */
 export async function startLlamaServer(settings: LlamaServerSettings): Promise<LlamaServer> {
-  const port = await freePort();
+  // A port freePort found free may be taken by another test process's server before this one binds
+  // it; what answers is then someone else's llama-server. Ours is the one serving our model's path.
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOn(await freePort(), settings);
+    if (started) return started;
+    if (attempt === 3) throw new Error("llama-server: three free ports were taken by other servers before it bound them");
+  }
+}
+
+async function startOn(port: number, settings: LlamaServerSettings): Promise<LlamaServer | undefined> {
   const slots = settings.slots ?? 2;
   const args = [
     "--model",
@@ -76,9 +85,17 @@ export async function startLlamaServer(settings: LlamaServerSettings): Promise<L
     }
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill("SIGKILL");
+      if (/bind|address already in use/i.test(output)) return undefined;
       throw new Error(`llama-server did not become healthy:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 50));
+  }
+  const props = (await fetch(`${url}/props`)
+    .then((r) => r.json())
+    .catch(() => ({}))) as { model_path?: unknown };
+  if (props.model_path !== settings.model || child.exitCode !== null) {
+    child.kill("SIGKILL");
+    return undefined;
   }
   return {
     url,
