@@ -35,7 +35,7 @@ export interface EngineServerDialect {
    * repeat every token so far); throws `ENGINE_FAILED` naming the URL on anything not the engine's.
    */
   parse(data: string, emitted: number): StreamChunk;
-  /** Engines that prefill for a decode peer of their own kind (vLLM's NixlConnector): the prefill call. */
+  /** Engines that prefill for a decode peer of their own kind (vLLM's NixlConnector, SGLang's bootstrap): the prefill call. */
   readonly prefill?: EnginePrefillDialect | undefined;
 }
 
@@ -98,7 +98,7 @@ export interface EngineServerEngineOptions {
  */
 export class EngineServerEngine implements Engine {
   readonly info: EngineInfo;
-  /** Present where the dialect prefills for a decode peer (vLLM with a KV connector). */
+  /** Present where the dialect prefills for a decode peer (vLLM with a KV connector, SGLang in disaggregation mode). */
   readonly prefill?: (request: GenerateRequest, options: PrefillOptions) => Promise<PrefillResult>;
   readonly #o: EngineServerEngineOptions;
   readonly #inflight = new Set<AbortController>();
