@@ -99,7 +99,18 @@ test("sidecar flags out of place are refused by name before any engine is asked"
       /--prefill: engine-server workers prefill on the servers of --prefill-engine-url/,
     );
     assert.match(
-      await refusal(["--engine", "vllm", "--model", "m.gguf", "--engine-url", url, "--prefill-engine-url", url, "--role", "prefill"]),
+      await refusal([
+        "--engine",
+        "vllm",
+        "--model",
+        "m.gguf",
+        "--engine-url",
+        url,
+        "--prefill-engine-url",
+        url,
+        "--role",
+        "prefill",
+      ]),
       /--role and --prefill-engine-url: give one/,
     );
   } finally {

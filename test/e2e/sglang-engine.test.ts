@@ -242,5 +242,6 @@ test("structured output goes to SGLang as its own json_schema", async () => {
   const sent = engines
     .flatMap((e) => e.bodies)
     .find((b) => (b.sampling_params as { json_schema?: unknown }).json_schema !== undefined);
-  assert.deepEqual(JSON.parse(String((sent?.sampling_params as { json_schema: string }).json_schema)), schema);
+  assert.ok(sent, "a body with a json_schema reached SGLang");
+  assert.deepEqual(JSON.parse(String((sent.sampling_params as { json_schema: string }).json_schema)), schema);
 });

@@ -281,8 +281,9 @@ test("split prefill and decode through vLLM's KV connector: the decode server pu
       /returned no kv_transfer_params for a prefill: start it with a KV connector/,
     );
     const prefilled = await expiringPrefill?.prefill?.(request, { signal, exportPath: "" });
-    assert.equal(prefilled?.kv?.format, "engine-transfer-params");
-    const params = (prefilled?.kv as { params: Record<string, unknown> }).params;
+    const kv = prefilled?.kv;
+    assert.equal(kv?.format, "engine-transfer-params");
+    const params = (kv as { params: Record<string, unknown> }).params;
     await assert.rejects(
       (async () => {
         for await (const _ of decoder?.generate(request, { signal, importedKv: { format: "engine-transfer-params", params } }) ??
