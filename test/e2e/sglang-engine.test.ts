@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { connectSglang, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
-import { type FakeVllm, startFakeSglang } from "../helpers/fake-engine-server.js";
+import { expectedTokens, type FakeVllm, startFakeSglang, workerOf } from "../helpers/fake-engine-server.js";
 
 // `armature serve --engine sglang` in front of two SGLang test doubles (test/helpers/fake-engine-server.ts:
 // native /generate, /server_info, /tokenize, /metrics, and the ZMQ KV event publisher with replay;
@@ -40,17 +40,6 @@ after(async () => {
   await Promise.all(engines.map((e) => e.close()));
 });
 
-/** The double's tokens for a prompt: each the last times 31 plus 7, modulo 200. */
-function expectedTokens(prompt: readonly number[], count: number): number[] {
-  const out: number[] = [];
-  let last = prompt.at(-1) ?? 0;
-  for (let i = 0; i < count; i++) {
-    last = (last * 31 + 7) % 200;
-    out.push(last);
-  }
-  return out;
-}
-
 let nonce = 0;
 function freshPrompt(blocks: number): number[] {
   nonce++;
@@ -67,11 +56,6 @@ async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promis
   await response.text();
 }
 
-async function workerOf(engine: FakeVllm): Promise<string> {
-  const health = (await (await fetch(`${server.url}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
-  return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
-}
-
 for (const index of [0, 1]) {
   const mode = index === 0 ? "every token so far" : "new tokens only";
   test(`streams of ${mode}: a prefix cached there draws the request, whose tokens and usage are SGLang's`, async () => {
@@ -83,7 +67,7 @@ for (const index of [0, 1]) {
     const { data, response } = await client.completions
       .create({ model: MODEL, prompt, max_tokens: 12, temperature: 0 })
       .withResponse();
-    assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+    assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
     assert.equal(data.choices[0]?.text, tokenizer.decode(expectedTokens(prompt, 12)));
     assert.equal(data.choices[0]?.finish_reason, "length");
     assert.equal(data.usage?.completion_tokens, 12);
@@ -107,7 +91,7 @@ test("a batch the subscriber missed is fetched from the replay socket at the nex
   const { response, data } = await client.completions
     .create({ model: MODEL, prompt: [...missed, 9], max_tokens: 2, temperature: 0 })
     .withResponse();
-  assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+  assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
   assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 5 * BLOCK);
 });
 

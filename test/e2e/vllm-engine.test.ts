@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
 import { connectVllm, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
-import { type FakeVllm, startFakeVllm } from "../helpers/fake-engine-server.js";
+import { expectedTokens, type FakeVllm, startFakeVllm, workerOf } from "../helpers/fake-engine-server.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
 
 // `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-engine-server.ts: its
@@ -41,17 +41,6 @@ after(async () => {
   await Promise.all(engines.map((e) => e.close()));
 });
 
-/** The double's tokens for a prompt: each the last times 31 plus 7, modulo its vocabulary (200). */
-function expectedTokens(prompt: readonly number[], count: number, vocab = 200): number[] {
-  const out: number[] = [];
-  let last = prompt.at(-1) ?? 0;
-  for (let i = 0; i < count; i++) {
-    last = (last * 31 + 7) % vocab;
-    out.push(last);
-  }
-  return out;
-}
-
 /** A prompt of `blocks` whole blocks nobody sent before. */
 let nonce = 0;
 function freshPrompt(blocks: number): number[] {
@@ -67,11 +56,6 @@ async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promis
     body: JSON.stringify({ model: "fake-model", prompt, max_tokens: 1, stream: true }),
   });
   await response.text();
-}
-
-async function workerOf(engine: FakeVllm): Promise<string> {
-  const health = (await (await fetch(`${server.url}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
-  return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
 }
 
 test("tokens in and out: the completion is the engine's token ids, detokenized, with its usage", async () => {
@@ -92,7 +76,7 @@ for (const index of [0, 1]) {
     const { data, response } = await client.completions
       .create({ model: MODEL, prompt: [...prefix, 5, 6, 7], max_tokens: 2, temperature: 0 })
       .withResponse();
-    assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+    assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
     assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 6 * BLOCK);
   });
 }
@@ -110,7 +94,7 @@ test("a batch the subscriber missed is fetched from the replay socket at the nex
   const { response, data } = await client.completions
     .create({ model: MODEL, prompt: [...missed, 9], max_tokens: 2, temperature: 0 })
     .withResponse();
-  assert.equal(response.headers.get("x-armature-worker"), await workerOf(engine));
+  assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
   assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 5 * BLOCK);
 });
 

@@ -225,7 +225,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
 
   const api = settings.api ?? "vllm";
   /** The double's next token after `last`. */
-  const next = (last: number): number => (last * 31 + 7) % vocab;
+  const next = (last: number): number => (last * 31 + 7) % vocab; // expectedTokens below
 
   /** SGLang's routes; false where the request is not one of them. */
   const sglang = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
@@ -488,4 +488,21 @@ function i64(value: bigint): Buffer {
 /** The SGLang stand-in: `startFakeVllm` with `api: "sglang"`. */
 export function startFakeSglang(settings: Omit<FakeVllmSettings, "api" | "form">): Promise<FakeVllm> {
   return startFakeVllm({ ...settings, api: "sglang", form: "array" });
+}
+
+/** The doubles' tokens for a prompt: each the last times 31 plus 7, modulo the vocabulary (default 200). */
+export function expectedTokens(prompt: readonly number[], count: number, vocab = 200): number[] {
+  const out: number[] = [];
+  let last = prompt.at(-1) ?? 0;
+  for (let i = 0; i < count; i++) {
+    last = (last * 31 + 7) % vocab;
+    out.push(last);
+  }
+  return out;
+}
+
+/** The id of the worker of the armature at `serverUrl` that drives `engine` (from its `/health`). */
+export async function workerOf(serverUrl: string, engine: FakeVllm): Promise<string> {
+  const health = (await (await fetch(`${serverUrl}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
+  return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
 }

@@ -10,6 +10,18 @@ import { ensureTinyModel } from "../../src/engines/index.js";
 import { llamaServerBinary } from "../helpers/llama-server.js";
 import { freePort } from "../helpers/nats-server.js";
 
+/** `armature up FILE` in its own process group (the test signals the group, as a terminal's Ctrl-C does), its output collected. */
+function startUp(file: string) {
+  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const log = { text: "" };
+  for (const stream of [up.stdout, up.stderr]) {
+    stream?.on("data", (d: Buffer) => {
+      log.text += d.toString();
+    });
+  }
+  return { up, log, exited: once(up, "exit") };
+}
+
 test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all in order, cleanly", async () => {
   const [natsPort, etcdPort, etcdPeer, httpPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
@@ -32,28 +44,19 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
       "    log-level: warn",
     ].join("\n"),
   );
-  // Its own process group, so the test can signal the group as a terminal's Ctrl-C does.
-  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let output = "";
-  up.stdout?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  up.stderr?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  const exited = once(up, "exit");
+  const { up, log, exited } = startUp(file);
   let signalled = false;
   try {
     const deadline = Date.now() + 60_000;
     // Processes start side by side: the router may be ready after the frontend (which routes with
     // its own policy meanwhile), so wait for both banners and both workers.
     const ready = (): boolean =>
-      /\[frontend\] armature frontend .* at http/.test(output) &&
-      /\[router-1\] armature router/.test(output) &&
-      /\[worker-1\] armature worker/.test(output) &&
-      /\[worker-2\] armature worker/.test(output);
+      /\[frontend\] armature frontend .* at http/.test(log.text) &&
+      /\[router-1\] armature router/.test(log.text) &&
+      /\[worker-1\] armature worker/.test(log.text) &&
+      /\[worker-2\] armature worker/.test(log.text);
     while (!ready()) {
-      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
+      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${log.text}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -62,12 +65,12 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
 
     // Regression: Ctrl-C reached every child at once; etcd went while the workers deregistered,
     // and each worker printed "14 UNAVAILABLE: No connection established … ECONNREFUSED".
-    const before = output.length;
+    const before = log.text.length;
     process.kill(-(up.pid as number), "SIGINT");
     signalled = true;
     const [code] = await exited;
-    const after = output.slice(before);
-    assert.equal(code, 0, output);
+    const after = log.text.slice(before);
+    assert.equal(code, 0, log.text);
     // armature's own processes must stay quiet; etcd's log of its own shutdown (its gateway redialling
     // itself as it closes) is etcd's, whatever armature does.
     for (const line of after.split("\n").filter((l) => !l.startsWith("[etcd]"))) {
@@ -111,36 +114,28 @@ test("armature up with a planner: section: the planner starts the workers, and C
       "  worker: { engine: mocker, speedup-ratio: 100, log-level: warn }",
     ].join("\n"),
   );
-  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let output = "";
-  up.stdout?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  up.stderr?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  const exited = once(up, "exit");
+  const { up, log, exited } = startUp(file);
   let signalled = false;
   try {
     const deadline = Date.now() + 60_000;
     const ready = (): boolean =>
-      /\[frontend\] armature frontend .* at http/.test(output) &&
-      /\[planner\] armature planner \(load, aggregated, local connector\) at http/.test(output) &&
-      /\[planner\] \[aggregated-1\] armature worker \S+ serving/.test(output);
+      /\[frontend\] armature frontend .* at http/.test(log.text) &&
+      /\[planner\] armature planner \(load, aggregated, local connector\) at http/.test(log.text) &&
+      /\[planner\] \[aggregated-1\] armature worker \S+ serving/.test(log.text);
     while (!ready()) {
-      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
+      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${log.text}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
     const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
     assert.equal(result.choices.length, 1);
 
-    const before = output.length;
+    const before = log.text.length;
     process.kill(-(up.pid as number), "SIGINT");
     signalled = true;
     const [code] = await exited;
-    const after = output.slice(before);
-    assert.equal(code, 0, output);
+    const after = log.text.slice(before);
+    assert.equal(code, 0, log.text);
     // armature's own processes' lines: etcd logs its gateway redialling itself as it shuts down.
     for (const line of after.split("\n").filter((l) => !l.startsWith("[etcd]"))) {
       assert.doesNotMatch(
@@ -190,25 +185,18 @@ test("armature up starts a worker's engine server from its engine-command, and s
       `    engine-command: ${llamaServerBinary()} --model ${model} --host 127.0.0.1 --port ${enginePort} --parallel 2`,
     ].join("\n"),
   );
-  const up = spawn(process.execPath, ["bin/armature.js", "up", file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let output = "";
-  up.stdout?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  up.stderr?.on("data", (d: Buffer) => {
-    output += d.toString();
-  });
-  const exited = once(up, "exit");
+  const { up, log, exited } = startUp(file);
   let signalled = false;
   try {
     const deadline = Date.now() + 90_000;
     const ready = (): boolean =>
-      /\[frontend\] armature frontend .* at http/.test(output) && /\[worker-1\] armature worker .*\(llama-server\)/.test(output);
+      /\[frontend\] armature frontend .* at http/.test(log.text) &&
+      /\[worker-1\] armature worker .*\(llama-server\)/.test(log.text);
     while (!ready()) {
-      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${output}`);
+      if (Date.now() > deadline || up.exitCode !== null) throw new Error(`cluster did not come up:\n${log.text}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.match(output, /armature up: 1 worker process \(and 1 engine server\)/);
+    assert.match(log.text, /armature up: 1 worker process \(and 1 engine server\)/);
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
     const result = await client.chat.completions.create({
       model: "armature-tiny-v2",
@@ -218,12 +206,12 @@ test("armature up starts a worker's engine server from its engine-command, and s
     });
     assert.equal(result.usage?.completion_tokens !== undefined && result.usage.completion_tokens > 0, true);
 
-    const before = output.length;
+    const before = log.text.length;
     process.kill(-(up.pid as number), "SIGINT");
     signalled = true;
     const [code] = await exited;
-    const after = output.slice(before);
-    assert.equal(code, 0, output);
+    const after = log.text.slice(before);
+    assert.equal(code, 0, log.text);
     // The worker drains and stops before its engine server is asked to stop.
     const worker = after.search(/\[worker-1\] armature worker stopped/);
     const engine = after.search(/\[engine-1\] .*cleaning up before exit/);

@@ -9,6 +9,7 @@ import {
 import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillOptions, PrefillResult } from "../engine.js";
 import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { engineHttpError, isHealthy } from "./engine-server-http.js";
+import type { EngineTokenizer } from "./engine-tokenizer.js";
 
 /** One stream message of an engine server, read. */
 export interface StreamChunk {
@@ -64,6 +65,20 @@ export type EnginePrefillDialect =
 
 /** How long a concurrent prefill call may run unanswered before it is dropped (its peer never came). */
 const CONCURRENT_PREFILL_MS = 120_000;
+
+/** How a sidecar reaches its engine server, whatever its kind. */
+export interface EngineServerConnection {
+  /** Where the engine server listens (`--engine-url`), e.g. `http://127.0.0.1:8000`. */
+  readonly url: string;
+  /** The model's tokenizer as the worker reads it (`--tokenizer DIR`, or a GGUF `--model`). */
+  readonly tokenizer: EngineTokenizer;
+  /** `--block-size`: the router's block size, checked against the engine's own where it has one. */
+  readonly blockSize?: number | undefined;
+  /** How long the start waits for the engine's `/health` (it loads its model). Default 60 s. */
+  readonly startTimeoutMs?: number | undefined;
+  /** How often `/health` (and the engine's load) is asked while serving. Default 1 s. */
+  readonly healthIntervalMs?: number | undefined;
+}
 
 /** An engine server's ZMQ KV event publisher, as a sidecar is told of it. */
 export interface EngineKvEventsOptions {

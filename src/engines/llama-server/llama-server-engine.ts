@@ -1,23 +1,13 @@
 import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
-import { EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
+import { type EngineServerConnection, EngineServerEngine, type StreamChunk } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
+import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { completionBody } from "./completion-body.js";
 
-export interface LlamaServerEngineOptions {
-  /** Where llama-server listens (`--engine-url`), e.g. `http://127.0.0.1:8080`. */
-  readonly url: string;
-  /** The GGUF llama-server runs, read here for its vocabulary, template and special tokens. */
-  readonly tokenizer: EngineTokenizer;
-  /** Tokens per block of the router's approximate index. Default 16. */
-  readonly blockSize?: number | undefined;
-  /** How long the start waits for llama-server to answer `/health` (it loads its model). Default 60 s. */
-  readonly startTimeoutMs?: number | undefined;
-  /** How often `/health` is asked while serving. Default 1 s. */
-  readonly healthIntervalMs?: number | undefined;
-}
+/** llama-server's address (`--engine-url`); `blockSize`: the router's approximate index's (default 16). */
+export type LlamaServerEngineOptions = EngineServerConnection;
 
 /**
  * An unmodified llama.cpp `llama-server` (docs/engines.md): the prompt goes to `/completion` as

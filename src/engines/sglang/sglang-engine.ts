@@ -3,30 +3,26 @@ import { ArmatureError, type FinishReason, type WorkerRole } from "../../protoco
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import {
   type EngineKvEventsOptions,
+  type EngineServerConnection,
   type EngineServerDialect,
   EngineServerEngine,
   type StreamChunk,
 } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
+import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { sglangGenerateBody } from "./sglang-generate-body.js";
 
-/** `EngineKvEventsOptions`: SGLang's publisher (`--kv-events-config` with `"publisher": "zmq"`). */
-export interface SglangEngineOptions extends EngineKvEventsOptions {
-  /** Where `python -m sglang.launch_server` listens (`--engine-url`). */
-  readonly url: string;
-  /** The model's tokenizer as the worker reads it (`--tokenizer DIR` or `--model`). */
-  readonly tokenizer: EngineTokenizer;
+/**
+ * `sglang.launch_server`'s address (`--engine-url`), its publisher (`--kv-events-config` with
+ * `"publisher": "zmq"`); a `blockSize` given is checked against SGLang's page size.
+ */
+export interface SglangEngineOptions extends EngineServerConnection, EngineKvEventsOptions {
   /**
    * The worker's role: `prefill` and `decode` need an SGLang started in that disaggregation mode
    * (`--disaggregation-mode`), `aggregated` one started without. Default aggregated.
    */
   readonly role?: WorkerRole | undefined;
-  /** `--block-size`, when given: checked against SGLang's page size. */
-  readonly blockSize?: number | undefined;
-  readonly startTimeoutMs?: number | undefined;
-  readonly healthIntervalMs?: number | undefined;
 }
 
 /** What the worker reads of SGLang's server arguments and state. */

@@ -2,26 +2,21 @@ import { ArmatureError, type FinishReason } from "../../protocol/index.js";
 import type { EngineInfo, EngineLoad } from "../engine.js";
 import {
   type EngineKvEventsOptions,
+  type EngineServerConnection,
   type EngineServerDialect,
   EngineServerEngine,
   type StreamChunk,
 } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
-import { type EngineTokenizer, tokenizerInfo } from "../engine-server/engine-tokenizer.js";
+import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
-/** `EngineKvEventsOptions`: vLLM's publisher (`--kv-events-config`'s `endpoint`). */
-export interface VllmEngineOptions extends EngineKvEventsOptions {
-  /** Where `vllm serve` listens (`--engine-url`). */
-  readonly url: string;
-  /** The model's tokenizer as the worker reads it (the GGUF vLLM serves). */
-  readonly tokenizer: EngineTokenizer;
-  /** `--block-size`, when given: checked against vLLM's own. */
-  readonly blockSize?: number | undefined;
-  readonly startTimeoutMs?: number | undefined;
-  readonly healthIntervalMs?: number | undefined;
-}
+/**
+ * `vllm serve`'s address (`--engine-url`), its publisher (`--kv-events-config`'s `endpoint`); a
+ * `blockSize` given is checked against vLLM's resolved one.
+ */
+export interface VllmEngineOptions extends EngineServerConnection, EngineKvEventsOptions {}
 
 const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", abort: "cancelled" };
 
