@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { refuseFrontendFlags } from "./distributed-commands.js";
+import { refuseFrontendFlags, refuseSidecarFlags } from "./distributed-commands.js";
 
 test("a worker refuses the frontend's queue and batch flags by name, and takes its own", () => {
   for (const argv of [
@@ -16,4 +16,20 @@ test("a worker refuses the frontend's queue and batch flags by name, and takes i
     });
   }
   refuseFrontendFlags(["--engine", "mocker", "--model-name", "batch-dir", "--workers", "2"]);
+});
+
+test("a frontend or router refuses the engine-server flags by name: it drives no engine server", () => {
+  for (const [command, argv] of [
+    ["frontend", ["--tokenizer", "/models/m"]],
+    ["frontend", ["--port", "8000", "--prefill-engine-url=http://h:1"]],
+    ["router", ["--engine-url", "http://h:1"]],
+    ["router", ["--kv-events-endpoint", "tcp://h:5557"]],
+  ] as const) {
+    const flag = (argv.find((a) => a.startsWith("--") && a !== "--port") as string).split("=")[0] as string;
+    assert.throws(() => refuseSidecarFlags(command, argv), {
+      code: "CONFIG_INVALID",
+      message: new RegExp(`^${flag} is for armature worker \\(or serve\\): .* armature ${command} does not run`),
+    });
+  }
+  refuseSidecarFlags("frontend", ["--port", "8000", "--router", "kv", "--model-name", "tokenizer"]);
 });

@@ -49,9 +49,37 @@ const FRONTEND_ONLY_FLAGS = [
   "grpc-port",
 ] as const;
 
+/** Flags that set a worker's engine server, which a frontend or router process does not drive. */
+const SIDECAR_ONLY_FLAGS = [
+  "engine-url",
+  "prefill-engine-url",
+  "tokenizer",
+  "kv-events-endpoint",
+  "kv-events-replay-endpoint",
+  "engine-wait",
+] as const;
+
+function firstGiven(argv: readonly string[], flags: readonly string[]): string | undefined {
+  return flags.find((flag) => argv.some((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)));
+}
+
+/**
+ * Throws `CONFIG_INVALID` naming the first engine-server flag on a frontend's or router's command
+ * line: they find the workers in discovery, and the tokenizer in the workers' cards.
+ */
+export function refuseSidecarFlags(command: "frontend" | "router", argv: readonly string[]): void {
+  const given = firstGiven(argv, SIDECAR_ONLY_FLAGS);
+  if (given !== undefined) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--${given} is for armature worker (or serve): it sets the engine server a worker drives, which armature ${command} does not run`,
+    );
+  }
+}
+
 /** Throws `CONFIG_INVALID` naming the first frontend-only flag on a worker's command line. */
 export function refuseFrontendFlags(argv: readonly string[]): void {
-  const given = FRONTEND_ONLY_FLAGS.find((flag) => argv.some((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)));
+  const given = firstGiven(argv, FRONTEND_ONLY_FLAGS);
   if (given !== undefined) {
     throw new ArmatureError(
       "CONFIG_INVALID",
@@ -94,6 +122,7 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
  * `--frontend-processes N` this process supervises N such processes sharing the port.
  */
 export async function frontendCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  refuseSidecarFlags("frontend", argv);
   const options = resolveServeOptions(argv);
   const logger = createLogger({ level: options.logLevel });
   refuseMetricsPort("frontend", options.metricsPort);
@@ -138,6 +167,7 @@ async function waitForWorkers(runtime: Runtime, logger: Logger): Promise<ModelCa
  * from frontends started with `--router remote`; several routers share the work as a queue group.
  */
 export async function routerCommand(argv: readonly string[], out: (t: string) => void): Promise<number> {
+  refuseSidecarFlags("router", argv);
   const options = resolveServeOptions(argv);
   refuseMetricsPort("router", options.metricsPort);
   const logger = createLogger({ level: options.logLevel });

@@ -36,6 +36,7 @@ export {
   bundleHash,
   installedTokenizer,
   installTokenizerBundle,
+  processTokenizerBundle,
   readTokenizerBundle,
   type TokenizerBundle,
 } from "./tokenizer-bundle.js";

@@ -43,6 +43,25 @@ export async function readTokenizerBundle(source: TokenizerSource): Promise<Toke
   return { sha256: bundleHash(files), files };
 }
 
+/** Bundles read in this process, by source: its workers and its frontend share one copy. */
+const readInProcess = new Map<string, Promise<TokenizerBundle | undefined>>();
+
+/**
+ * The bundle of `source` as this process read it first (a few megabytes, kept: what a worker hands
+ * out is what it registered, whatever happens to the files after; a frontend beside it checks its
+ * card against the same copy instead of reading the files again).
+ */
+export function processTokenizerBundle(source: TokenizerSource): Promise<TokenizerBundle | undefined> {
+  const key = JSON.stringify(source);
+  let bundle = readInProcess.get(key);
+  if (!bundle) {
+    bundle = readTokenizerBundle(source);
+    bundle.catch(() => readInProcess.delete(key));
+    readInProcess.set(key, bundle);
+  }
+  return bundle;
+}
+
 /** SHA-256 over each file's name, length and bytes, in name order. */
 export function bundleHash(files: readonly { readonly name: string; readonly bytes: Uint8Array }[]): string {
   const hash = createHash("sha256");

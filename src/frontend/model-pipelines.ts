@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { Template } from "@huggingface/jinja";
-import { CHATML_TEMPLATE, loadTokenizer, readTokenizerBundle, type Tokenizer } from "../engines/index.js";
+import { CHATML_TEMPLATE, loadTokenizer, processTokenizerBundle, type Tokenizer } from "../engines/index.js";
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import type { WorkerSet } from "../router/index.js";
 import type { ChatMessage } from "./requests/chat-request.js";
@@ -122,6 +122,8 @@ export class ModelPipelines {
 /** Whether this process reads the tokenizer the card names: its path, with files that hash as the card says. */
 async function holds(source: Exclude<ModelCard["tokenizer"], { kind: "bytes" }>): Promise<boolean> {
   if (!existsSync(source.path)) return false;
-  const here = await readTokenizerBundle(source).catch(() => undefined);
+  // The source as a worker's engine names it (no hash): in one process, the copy the worker read.
+  const { sha256: _named, ...path } = source;
+  const here = await processTokenizerBundle(path).catch(() => undefined);
   return here?.sha256 === source.sha256;
 }

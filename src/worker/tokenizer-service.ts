@@ -1,10 +1,9 @@
-import { readTokenizerBundle, type TokenizerBundle } from "../engines/index.js";
+import type { TokenizerBundle } from "../engines/index.js";
 import {
   ArmatureError,
   subjects,
   TOKENIZER_PART_BYTES,
   type TokenizerFilePart,
-  type TokenizerSource,
   tokenizerRequestSchema,
 } from "../protocol/index.js";
 import type { Registration, Runtime } from "../runtime/index.js";
@@ -14,24 +13,6 @@ export interface TokenizerServiceOptions {
   readonly workerId: string;
   /** The bundle the worker's card names (read when the worker started). */
   readonly bundle: TokenizerBundle;
-}
-
-/** Bundles read in this process, by source: workers of one model share one copy. */
-const bundles = new Map<string, Promise<TokenizerBundle | undefined>>();
-
-/**
- * The bundle of `source` as this process read it first (a few megabytes, kept: what a worker hands
- * out is what it registered, whatever happens to the files after).
- */
-export function workerTokenizerBundle(source: TokenizerSource): Promise<TokenizerBundle | undefined> {
-  const key = JSON.stringify(source);
-  let bundle = bundles.get(key);
-  if (!bundle) {
-    bundle = readTokenizerBundle(source);
-    bundle.catch(() => bundles.delete(key));
-    bundles.set(key, bundle);
-  }
-  return bundle;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Engine, TokenizerBundle } from "../engines/index.js";
+import { type Engine, processTokenizerBundle, type TokenizerBundle } from "../engines/index.js";
 import { type Logger, noTracing, type Tracing } from "../observability/index.js";
 import {
   ArmatureError,
@@ -24,7 +24,7 @@ import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { modelCardFor } from "./model-card.js";
 import { withWorkerSpans } from "./request-spans.js";
-import { serveTokenizer, workerTokenizerBundle } from "./tokenizer-service.js";
+import { serveTokenizer } from "./tokenizer-service.js";
 
 export interface WorkerHostOptions {
   readonly runtime: Runtime;
@@ -105,7 +105,7 @@ export class WorkerHost {
   /** Starts serving and registers; resolves once the worker is routable. */
   static async create(options: WorkerHostOptions): Promise<WorkerHost> {
     // The card names the tokenizer by its bundle's hash, so frontends on other hosts can fetch it.
-    const bundle = await workerTokenizerBundle(options.engine.info.tokenizer).catch((error: Error) => {
+    const bundle = await processTokenizerBundle(options.engine.info.tokenizer).catch((error: Error) => {
       options.logger.warn({ err: error }, "the tokenizer cannot be handed to frontends that lack its path");
       return undefined;
     });

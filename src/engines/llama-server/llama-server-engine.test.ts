@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
-import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../../protocol/index.js";
+import { generateRequest } from "../../../test/helpers/generate-request.js";
+import { ArmatureError, type GenerateResponse } from "../../protocol/index.js";
 import type { EngineServerEngine } from "../engine-server/engine-server-engine.js";
 import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
 import { completionBody } from "./completion-body.js";
@@ -13,17 +14,7 @@ import { connectLlamaServer, parseLlamaServerMetrics } from "./llama-server-engi
 // (/health, /props, /tokenize, /completion) and answers /completion as each test says. The real
 // llama-server is driven in test/e2e/llama-server-engine.test.ts.
 
-function request(overrides: Partial<GenerateRequest> = {}): GenerateRequest {
-  return {
-    type: "generate-request",
-    requestId: "r",
-    model: "m",
-    tokenIds: [1, 2, 3],
-    sampling: { temperature: 0 },
-    maxTokens: 5,
-    ...overrides,
-  };
-}
+const request = generateRequest;
 
 test("greedy: the prompt as token ids, every sampler of llama-server's own defaults set off", () => {
   assert.deepEqual(completionBody(request()), {

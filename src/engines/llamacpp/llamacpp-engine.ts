@@ -31,10 +31,11 @@ import { GrammarCache } from "./grammar-cache.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
 import { assembleImportedState, exportState } from "./kv-suffix.js";
-import { KvbmConnector, type KvbmConnectorOptions } from "./kvbm-connector.js";
-import { createContext, KV_ELEMENT_BYTES, type KvCacheType } from "./llama-context.js";
-import { backendOf, defaultThreads, type GpuChoice, llamaRuntime } from "./llama-runtime.js";
+import { KvbmConnector } from "./kvbm-connector.js";
+import { createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
+import { backendOf, defaultThreads, llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
+import type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
 import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
@@ -43,33 +44,7 @@ import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence
 import { readStateFileTokens } from "./state-file.js";
 import { TokenPump } from "./token-pump.js";
 
-export interface LlamaCppEngineOptions {
-  readonly modelPath: string;
-  /** Concurrent sequences (continuous batching width). Default 4. */
-  readonly sequences?: number;
-  /** Tokens per sequence; capped at the model's training context. Default 2048. */
-  readonly contextSizePerSequence?: number;
-  /** CPU threads per context (`--threads`). Default: `defaultThreads` for `workersInProcess`. */
-  readonly threads?: number;
-  /** Engines this process runs side by side, sharing its cores (the default threads). Default 1. */
-  readonly workersInProcess?: number;
-  /** `--gpu`: which llama.cpp build runs (default `auto`). */
-  readonly gpu?: GpuChoice;
-  /** `--gpu-layers`: layers offloaded to the GPU (default `max` on a GPU). */
-  readonly gpuLayers?: number | "max";
-  /** `--batch-size`: tokens evaluated in one step at most (default 512, or the context if smaller). */
-  readonly batchSize?: number;
-  /** `--flash-attention`: `auto` (default) uses it where the model and backend support it. */
-  readonly flashAttention?: "auto" | "on" | "off";
-  /** `--kv-cache-type`: the element type of the KV cache (default `f16`). */
-  readonly kvCacheType?: KvCacheType;
-  /** Tokens per KV block for KV events. Default 16. */
-  readonly blockSize?: number;
-  /** Compiled response-format grammars kept (least recently used dropped first). Default 64. */
-  readonly grammarCacheSize?: number;
-  /** KV tiers below the device (host, disk, object store); none asked: no block manager. */
-  readonly kvbm?: KvbmConnectorOptions | undefined;
-}
+export type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
 
 /**
  * Real inference through llama.cpp. Concurrent requests run on the context's sequences and are

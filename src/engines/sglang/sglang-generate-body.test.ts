@@ -1,20 +1,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { generateRequest } from "../../../test/helpers/generate-request.js";
 import type { GenerateRequest } from "../../protocol/index.js";
 import { sglangGenerateBody } from "./sglang-generate-body.js";
 
 // Field names from SGLang's GenerateReqInput and SamplingParams (python/sglang/srt/managers/io_struct.py,
 // python/sglang/srt/sampling/sampling_params.py).
 
-const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest => ({
-  type: "generate-request",
-  requestId: "req-1",
-  model: "m",
-  tokenIds: [1, 2, 3],
-  sampling: { temperature: 0 },
-  maxTokens: 5,
-  ...overrides,
-});
+const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest =>
+  generateRequest({ requestId: "req-1", ...overrides });
 
 test("greedy: input_ids in, the request id as rid, streamed; nothing else set", () => {
   assert.deepEqual(sglangGenerateBody(request()), {

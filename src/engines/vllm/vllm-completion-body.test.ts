@@ -1,20 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { GenerateRequest } from "../../protocol/index.js";
+import { generateRequest } from "../../../test/helpers/generate-request.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 // Field names from vLLM's OpenAI CompletionRequest (vllm/entrypoints/openai/protocol.py) and its
 // NixlConnector proxy (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py).
 
-const request = (overrides: Partial<GenerateRequest> = {}): GenerateRequest => ({
-  type: "generate-request",
-  requestId: "r",
-  model: "m",
-  tokenIds: [1, 2, 3],
-  sampling: { temperature: 0 },
-  maxTokens: 5,
-  ...overrides,
-});
+const request = generateRequest;
 
 test("greedy: token ids in, token ids back, usage asked; nothing else set", () => {
   assert.deepEqual(vllmCompletionBody(request(), "served"), {
