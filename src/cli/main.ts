@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { ensureTinyModel, writeTinyModel } from "../engines/index.js";
+import { ensureTinyLora, ensureTinyModel, writeTinyLora, writeTinyModel } from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { BENCH_USAGE, benchCommand } from "./bench-command.js";
@@ -26,6 +26,7 @@ usage:
   armature planner --bus nats://… --discovery etcd://… [-- WORKER FLAGS]   the planner: scales workers from frontends' traffic
   armature up CLUSTER.yaml         a local deployment (nats, etcd, workers, frontend) as child processes
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
+  armature model tiny-lora [--out F]   a LoRA adapter for it: its greedy output is "sea sea …"
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature bench --url U --model M (--concurrency N | --rate R | --trace F)
                                   load an OpenAI-compatible server: TTFT, ITL, throughput, goodput
@@ -62,7 +63,7 @@ const commands: Record<string, { run: (argv: readonly string[]) => Promise<numbe
   },
   planner: { run: (argv) => plannerCommand(argv, out), usage: () => PLANNER_USAGE },
   up: { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" },
-  model: { run: (argv) => model(argv), usage: () => "usage: armature model tiny [--out FILE]" },
+  model: { run: (argv) => model(argv), usage: () => MODEL_USAGE },
   replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
   bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },
   profile: { run: (argv) => profileCommand(argv, out, err), usage: () => PROFILE_USAGE },
@@ -120,23 +121,28 @@ async function serve(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
+const MODEL_USAGE = "usage: armature model tiny|tiny-lora [--out FILE]";
+
+/** `armature model tiny` writes the generated model; `tiny-lora` its LoRA adapter (see `buildTinyLora`). */
 async function model(argv: readonly string[]): Promise<number> {
   const [kind, flag, value] = argv;
-  if (kind !== "tiny") {
-    process.stderr.write("usage: armature model tiny [--out FILE]\n");
+  const generated =
+    kind === "tiny"
+      ? { write: writeTinyModel, ensure: ensureTinyModel }
+      : kind === "tiny-lora"
+        ? { write: writeTinyLora, ensure: ensureTinyLora }
+        : undefined;
+  if (!generated || (flag !== undefined && !(flag === "--out" && value)) || argv.length > 3) {
+    process.stderr.write(`${MODEL_USAGE}\n`);
     return 2;
   }
   if (flag === "--out" && value) {
     const path = resolve(value);
-    await writeTinyModel(path);
+    await generated.write(path);
     process.stdout.write(`${path}\n`);
     return 0;
   }
-  if (flag !== undefined) {
-    process.stderr.write("usage: armature model tiny [--out FILE]\n");
-    return 2;
-  }
-  process.stdout.write(`${await ensureTinyModel()}\n`);
+  process.stdout.write(`${await generated.ensure()}\n`);
   return 0;
 }
 

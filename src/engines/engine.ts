@@ -85,8 +85,25 @@ export interface GenerateOptions {
  * Later capabilities (prefill-only execution, KV export/import) arrive as fields of the request
  * and optional methods, so callers of `generate` do not change.
  */
+/**
+ * LoRA adapters an engine serves beside its base model, each addressed by name
+ * (`GenerateRequest.lora`), added at the start (`--lora NAME=PATH`) or at run time.
+ */
+export interface EngineAdapters {
+  /** The adapters served now, in the order they were added. */
+  names(): readonly string[];
+  /** Adds an adapter from a file on this host; `flag` names where the path came from in errors. */
+  add(name: string, path: string, flag: string): Promise<void>;
+  /** Removes an adapter: new requests for it are refused, running ones finish. */
+  remove(name: string): Promise<void>;
+  /** Calls `listener` whenever an adapter is added or removed. */
+  onChange(listener: () => void): () => void;
+}
+
 export interface Engine {
   readonly info: EngineInfo;
+  /** LoRA adapters, where the engine serves them. */
+  readonly adapters?: EngineAdapters | undefined;
   generate(request: GenerateRequest, options: GenerateOptions): AsyncIterable<GenerateResponse>;
   /**
    * Prefill phase of a disaggregated request: computes the prompt's KV and first token and exports

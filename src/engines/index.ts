@@ -1,6 +1,7 @@
 export { ByteTokenizer } from "./byte-tokenizer.js";
 export {
   type Engine,
+  type EngineAdapters,
   type EngineInfo,
   type EngineLoad,
   exportFromToken,
@@ -29,7 +30,8 @@ export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from ".
 export { SeededRandom } from "./seeded-random.js";
 export type { SglangEngineOptions } from "./sglang/sglang-engine.js";
 export { connectSglang } from "./sglang/sglang-engine.js";
-export { defaultCacheDir, ensureTinyModel, writeTinyModel } from "./tiny-model/model-cache.js";
+export { defaultCacheDir, ensureTinyLora, ensureTinyModel, writeTinyLora, writeTinyModel } from "./tiny-model/model-cache.js";
+export { buildTinyLora, TINY_LORA_WORD } from "./tiny-model/tiny-lora.js";
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";
 export {

@@ -90,7 +90,13 @@ export const PRIORITY_LIMIT = 2 ** 31 - 1;
 export interface GenerateRequest {
   readonly type: "generate-request";
   readonly requestId: string;
+  /** The base model, as its workers' cards name it. */
   readonly model: string;
+  /**
+   * The LoRA adapter the request runs with (one the worker's card lists in `loras`), which the
+   * client named as its `model`; its KV blocks hash with the adapter's seed. Absent: the base model.
+   */
+  readonly lora?: string | undefined;
   readonly tokenIds: readonly number[];
   readonly sampling: SamplingOptions;
   /** Tokens to generate at most. */

@@ -38,6 +38,8 @@ import { type AgentMetadata, backendNames, type TransferDescriptor } from "./tra
 const id = str({ maxLength: 128, pattern: /^[A-Za-z0-9_:-]+$/ });
 const requestId = str({ maxLength: 256 });
 const modelName = str({ maxLength: 256 });
+/** Adapters one worker's card may list. */
+const MAX_LORAS_PER_WORKER = 4096;
 /** Tokens one message may carry: longer than any context a worker serves. */
 const MAX_TOKENS = 1 << 21;
 const tokenId = int(0, 0x7fffffff);
@@ -187,6 +189,7 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
   type: literal("generate-request"),
   requestId,
   model: modelName,
+  lora: optional(modelName),
   tokenIds,
   sampling,
   maxTokens: int(0, MAX_TOKENS),
@@ -299,6 +302,7 @@ export const modelCardSchema: Schema<ModelCard> = object({
   eosToken: optional(str({ maxLength: 1024 })),
   publishesKvEvents: bool,
   kvBytesPerToken: optional(num(0)),
+  loras: optional(arrayOf(modelName, MAX_LORAS_PER_WORKER)),
 });
 
 /** A discovery record as etcd holds it (the runtime's `InstanceRecord`). */

@@ -49,4 +49,6 @@ export interface ModelCard {
   readonly publishesKvEvents: boolean;
   /** Bytes of KV cache per token, what a disaggregated handoff moves per prompt token. */
   readonly kvBytesPerToken?: number | undefined;
+  /** LoRA adapters the worker serves beside the model (clients name one as their `model`). */
+  readonly loras?: readonly string[] | undefined;
 }

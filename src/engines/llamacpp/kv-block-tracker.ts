@@ -6,12 +6,15 @@ import { hashBlocks, type KvEvent } from "../../protocol/index.js";
  */
 export class KvBlockTracker {
   readonly #blockSize: number;
+  readonly #lora: string | undefined;
   readonly #perSequence = new Map<number, bigint[]>();
   readonly #localOf = new Map<bigint, bigint>();
   readonly #refs = new Map<bigint, number>();
 
-  constructor(blockSize: number) {
+  /** `lora`: the adapter whose weights made the cache; its blocks hash with the adapter's seed. */
+  constructor(blockSize: number, lora?: string) {
     this.#blockSize = blockSize;
+    this.#lora = lora;
   }
 
   /** Blocks cached by all sequences together. */
@@ -33,7 +36,7 @@ export class KvBlockTracker {
 
   /** Records that `sequence` caches exactly `tokens`; returns the events that change implies. */
   update(sequence: number, tokens: readonly number[]): KvEvent[] {
-    const hashes = hashBlocks(tokens, this.#blockSize);
+    const hashes = hashBlocks(tokens, this.#blockSize, this.#lora);
     const next = hashes.sequence;
     const previous = this.#perSequence.get(sequence) ?? [];
     let common = 0;

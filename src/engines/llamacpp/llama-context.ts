@@ -15,6 +15,8 @@ export interface ContextSettings {
   readonly batchSize?: number | undefined;
   readonly flashAttention?: "auto" | "on" | "off" | undefined;
   readonly kvCacheType?: KvCacheType | undefined;
+  /** A LoRA adapter GGUF applied to every sequence of the context. */
+  readonly lora?: string | undefined;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function createContext(model: LlamaModel, settings: ContextSettings
       threads,
       batchSize,
       flashAttention: flash === "auto" ? "auto" : flash === "on",
+      ...(settings.lora === undefined ? {} : { lora: settings.lora }),
       ...(kvCacheType === "f16"
         ? {}
         : { experimentalKvCacheKeyType: "Q8_0" as const, experimentalKvCacheValueType: "Q8_0" as const }),

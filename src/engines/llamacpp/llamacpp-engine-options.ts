@@ -27,6 +27,10 @@ export interface LlamaCppEngineOptions {
   readonly blockSize?: number;
   /** Compiled response-format grammars kept (least recently used dropped first). Default 64. */
   readonly grammarCacheSize?: number;
+  /** LoRA adapters served from the start (`--lora NAME=PATH`, repeatable). */
+  readonly loras?: readonly { readonly name: string; readonly path: string }[] | undefined;
+  /** Adapters with a context at once (`--max-loras`, default 1): see `LoraLanes`. */
+  readonly maxLoras?: number | undefined;
   /** KV tiers below the device (host, disk, object store); none asked: no block manager. */
   readonly kvbm?: KvbmConnectorOptions | undefined;
 }

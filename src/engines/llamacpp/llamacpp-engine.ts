@@ -32,10 +32,11 @@ import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
 import { assembleImportedState, exportState } from "./kv-suffix.js";
 import { KvbmConnector } from "./kvbm-connector.js";
-import { createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
+import { type ContextSettings, createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
 import { backendOf, defaultThreads, llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
+import { LoraLanes, type SequenceLane } from "./lora-lanes.js";
 import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
@@ -49,7 +50,8 @@ export type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
 /**
  * Real inference through llama.cpp. Concurrent requests run on the context's sequences and are
  * merged into one batch per step by node-llama-cpp; a request reuses the cached prefix of the
- * free sequence that shares most of its prompt.
+ * free sequence that shares most of its prompt. A request for a LoRA adapter runs on the
+ * sequences of the adapter's own context (`LoraLanes`).
  */
 export class LlamaCppEngine implements Engine {
   readonly info: EngineInfo;
@@ -57,6 +59,9 @@ export class LlamaCppEngine implements Engine {
   readonly #context: LlamaContext;
   readonly #slots: SequenceSlots;
   readonly #tracker: KvBlockTracker;
+  /** The base model's sequences. */
+  readonly #base: SequenceLane;
+  readonly #loras: LoraLanes;
   readonly #listeners = new Set<(events: readonly KvEvent[]) => void>();
   readonly #grammars: GrammarCache;
   readonly #inflight = new Set<AbortController>();
@@ -70,14 +75,28 @@ export class LlamaCppEngine implements Engine {
   /** `POST /v1/embeddings`: its own llama.cpp context, made on the first request. */
   #embedder: LlamaEmbedder | undefined;
 
-  private constructor(llama: Llama, model: LlamaModel, context: LlamaContext, info: EngineInfo, grammarCacheSize: number) {
-    this.#grammars = new GrammarCache(llama, grammarCacheSize);
+  private constructor(
+    llama: Llama,
+    model: LlamaModel,
+    context: LlamaContext,
+    info: EngineInfo,
+    options: { readonly grammarCacheSize: number; readonly settings: ContextSettings; readonly maxLoras: number },
+  ) {
+    this.#grammars = new GrammarCache(llama, options.grammarCacheSize);
     this.#model = model;
     this.#context = context;
     this.info = info;
     const sequences = Array.from({ length: context.totalSequences }, () => context.getSequence());
     this.#slots = new SequenceSlots(sequences);
     this.#tracker = new KvBlockTracker(info.blockSize);
+    this.#base = { lora: undefined, slots: this.#slots, tracker: this.#tracker };
+    this.#loras = new LoraLanes({
+      model,
+      context: options.settings,
+      maxLoras: options.maxLoras,
+      blockSize: info.blockSize,
+      emit: (events) => this.#emit(events),
+    });
   }
 
   static async create(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
@@ -106,7 +125,8 @@ export class LlamaCppEngine implements Engine {
     const sequences = options.sequences ?? 4;
     const contextSize = Math.min(options.contextSizePerSequence ?? 2048, model.trainContextSize);
     const blockSize = options.blockSize ?? 16;
-    const context = await createContext(model, { contextSize, sequences, threads, ...options });
+    const settings: ContextSettings = { ...options, contextSize, sequences, threads };
+    const context = await createContext(model, settings);
     const info: EngineInfo = {
       kind: "llamacpp",
       backend,
@@ -121,8 +141,18 @@ export class LlamaCppEngine implements Engine {
       publishesKvEvents: true,
       kvBytesPerToken: scaled(kvBytesPerToken(model.fileInfo.metadata), KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"] / 2),
     };
-    const engine = new LlamaCppEngine(llama, model, context, info, options.grammarCacheSize ?? 64);
+    const engine = new LlamaCppEngine(llama, model, context, info, {
+      grammarCacheSize: options.grammarCacheSize ?? 64,
+      settings,
+      maxLoras: options.maxLoras ?? 1,
+    });
     engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads });
+    try {
+      for (const { name, path } of options.loras ?? []) await engine.#loras.add(name, path, `--lora ${name}=${path}`);
+    } catch (error) {
+      await engine.close();
+      throw error;
+    }
     if (options.kvbm && wantsKvbm(options.kvbm.settings)) {
       try {
         engine.#kvbm = await KvbmConnector.open({
@@ -142,6 +172,11 @@ export class LlamaCppEngine implements Engine {
     return engine;
   }
 
+  /** The LoRA adapters served beside the base model. */
+  get adapters(): LoraLanes {
+    return this.#loras;
+  }
+
   /** The loaded model (benchmarks compare against it directly). */
   get model(): LlamaModel {
     return this.#model;
@@ -154,7 +189,8 @@ export class LlamaCppEngine implements Engine {
   }
 
   dumpKvEvents(): KvEvent[] {
-    return [...this.#tracker.dump(), ...(this.#kvbm?.manager.dump() ?? [])];
+    const adapters = this.#loras.lanes().flatMap((lane) => lane.tracker.dump());
+    return [...this.#tracker.dump(), ...adapters, ...(this.#kvbm?.manager.dump() ?? [])];
   }
 
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void {
@@ -172,14 +208,20 @@ export class LlamaCppEngine implements Engine {
 
   load(): EngineLoad {
     let activeKvBlocks = 0;
-    for (const slot of this.#slots.all) {
-      if (slot.busy) activeKvBlocks += Math.ceil(slot.sequence.nextTokenIndex / this.info.blockSize);
+    let activeRequests = 0;
+    let waitingRequests = 0;
+    for (const { slots } of [this.#base, ...this.#loras.lanes()]) {
+      for (const slot of slots.all) {
+        if (slot.busy) activeKvBlocks += Math.ceil(slot.sequence.nextTokenIndex / this.info.blockSize);
+      }
+      activeRequests += slots.busyCount;
+      waitingRequests += slots.waitingCount;
     }
     const prefillTokensPerSecond = this.#prefillRate.rate;
     const onboardBytesPerSecond = this.#kvbm?.onboardBytesPerSecond();
     return {
-      activeRequests: this.#slots.busyCount,
-      waitingRequests: this.#slots.waitingCount,
+      activeRequests,
+      waitingRequests,
       activeKvBlocks,
       totalKvBlocks: this.info.totalKvBlocks,
       ...(prefillTokensPerSecond !== undefined || onboardBytesPerSecond
@@ -197,15 +239,21 @@ export class LlamaCppEngine implements Engine {
     }
     const grammar = await this.#grammarFor(request.constraint);
     let last: GenerateResponse = end("cancelled", tokens.length, 0, 0);
-    const held = await this.#hold(tokens, options.signal);
+    const adapter = request.lora === undefined ? undefined : await this.#loras.hold(request.lora, options.signal);
+    const lane = adapter?.lane ?? this.#base;
     try {
-      if (held.slot) {
-        last = yield* this.#run(held.slot, request, grammar, held.signal, options.importedKv);
-        // Write-through: what the request left on the device goes down the tiers before the sequence is reused.
-        await this.#kvbm?.offload(held.slot.sequence);
+      const held = await this.#hold(tokens, options.signal, lane);
+      try {
+        if (held.slot) {
+          last = yield* this.#run(held.slot, lane, request, grammar, held.signal, options.importedKv);
+          // Write-through: what the request left on the device goes down the tiers before the sequence is reused.
+          if (lane === this.#base) await this.#kvbm?.offload(held.slot.sequence);
+        }
+      } finally {
+        held.release();
       }
     } finally {
-      held.release();
+      adapter?.release();
     }
     // The sequence is free before the caller sees the end, whether or not it reads on.
     yield last;
@@ -226,12 +274,15 @@ export class LlamaCppEngine implements Engine {
       // The first token's sampling and log-probabilities would be the prefill worker's to report.
       throw new ArmatureError("NOT_SUPPORTED", "logprobs, logit_bias and min_tokens requests are prefilled where they decode");
     }
-    const held = await this.#hold(tokens, options.signal);
+    if (request.lora !== undefined) {
+      throw new ArmatureError("NOT_SUPPORTED", "requests for a LoRA adapter are prefilled where they decode");
+    }
+    const held = await this.#hold(tokens, options.signal, this.#base);
     try {
       const slot = held.slot;
       if (!slot) throw new ArmatureError("REQUEST_CANCELLED", "the prefill was cancelled");
       const sequence = slot.sequence;
-      const { reused, lowerTierTokens } = await this.#admit(slot, tokens);
+      const { reused, lowerTierTokens } = await this.#admit(slot, this.#base, tokens);
       const evaluation = sequence.evaluate(tokens.slice(reused) as Token[], {
         ...toEvaluateOptions(request.sampling, [], undefined),
         yieldEogToken: request.ignoreEos === true,
@@ -269,6 +320,7 @@ export class LlamaCppEngine implements Engine {
   async #hold(
     tokens: readonly number[],
     outer: AbortSignal,
+    lane: SequenceLane,
   ): Promise<{ slot: SequenceSlot | undefined; signal: AbortSignal; release: () => void }> {
     const controller = new AbortController();
     const onAbort = (): void => controller.abort(outer.reason);
@@ -279,10 +331,10 @@ export class LlamaCppEngine implements Engine {
     const release = (): void => {
       outer.removeEventListener("abort", onAbort);
       this.#inflight.delete(controller);
-      if (slot) this.#slots.release(slot);
+      if (slot) lane.slots.release(slot);
     };
     try {
-      slot = await this.#slots.acquire(tokens, controller.signal);
+      slot = await lane.slots.acquire(tokens, controller.signal);
     } catch (error) {
       if (!controller.signal.aborted) {
         release();
@@ -295,13 +347,19 @@ export class LlamaCppEngine implements Engine {
   /**
    * Starts the sequence from the longest cached prefix of the prompt: the one it holds on the
    * device or a longer one the block manager loads from its tiers (`lowerTierTokens` of them).
-   * At least one prompt token is left to evaluate: the next token's logits come from it.
+   * At least one prompt token is left to evaluate: the next token's logits come from it. The tiers
+   * hold the base model's KV only: an adapter's lane reuses what its own sequences hold.
    */
-  async #admit(slot: SequenceSlot, tokens: readonly number[]): Promise<{ reused: number; lowerTierTokens: number }> {
+  async #admit(
+    slot: SequenceSlot,
+    lane: SequenceLane,
+    tokens: readonly number[],
+  ): Promise<{ reused: number; lowerTierTokens: number }> {
     const sequence = slot.sequence;
     let reused = Math.min(sharedPrefixLength(sequence.contextTokens, tokens), tokens.length - 1);
     let lowerTierTokens = 0;
-    const onboarded = await this.#kvbm?.onboard(sequence, tokens, reused, {
+    const kvbm = lane === this.#base ? this.#kvbm : undefined;
+    const onboarded = await kvbm?.onboard(sequence, tokens, reused, {
       tokensPerSecond: this.#prefillRate.rate,
       kvBytesPerToken: this.info.kvBytesPerToken,
     });
@@ -313,7 +371,7 @@ export class LlamaCppEngine implements Engine {
       reused = Math.min(reused, sharedPrefixLength(sequence.contextTokens, tokens));
       await sequence.eraseContextTokenRanges([{ start: reused, end: sequence.nextTokenIndex }]);
     }
-    this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
+    this.#emit(lane.tracker.update(slot.index, sequence.contextTokens));
     return { reused, lowerTierTokens };
   }
 
@@ -356,6 +414,7 @@ export class LlamaCppEngine implements Engine {
 
   async *#run(
     slot: SequenceSlot,
+    lane: SequenceLane,
     request: GenerateRequest,
     grammar: LlamaGrammar | undefined,
     signal: AbortSignal,
@@ -369,7 +428,7 @@ export class LlamaCppEngine implements Engine {
       await this.#import(slot, tokens, imported.path, imported.fromToken);
       reused = tokens.length;
     } else {
-      ({ reused, lowerTierTokens } = await this.#admit(slot, tokens));
+      ({ reused, lowerTierTokens } = await this.#admit(slot, lane, tokens));
     }
     const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
     const generated: number[] = [];
@@ -400,7 +459,7 @@ export class LlamaCppEngine implements Engine {
         generated.push(token);
         if (generated.length === 1) {
           if (!imported) this.#prefillRate.record(input.length, (performance.now() - evaluating) / 1000);
-          this.#emit(this.#tracker.update(slot.index, tokens));
+          this.#emit(lane.tracker.update(slot.index, tokens));
         }
       },
     });
@@ -427,7 +486,7 @@ export class LlamaCppEngine implements Engine {
     } finally {
       await pump.stop();
     }
-    if (generated.length === 0) this.#emit(this.#tracker.update(slot.index, tokens));
+    if (generated.length === 0) this.#emit(lane.tracker.update(slot.index, tokens));
     return end(finish, tokens.length, yielded, reused, lowerTierTokens);
   }
 
@@ -436,6 +495,7 @@ export class LlamaCppEngine implements Engine {
     this.#closed = true;
     this.#slots.close();
     for (const controller of this.#inflight) controller.abort(new ArmatureError("ENGINE_CLOSED", "engine closed"));
+    await this.#loras.close();
     await this.#kvbm?.close();
     await this.#embedder?.close();
     await this.#context.dispose();

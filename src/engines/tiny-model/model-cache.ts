@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { buildTinyLora } from "./tiny-lora.js";
 import { buildTinyModel } from "./tiny-model.js";
 
 /** Folder where armature keeps generated models: `ARMATURE_CACHE_DIR`, else `~/.cache/armature`. */
@@ -9,30 +10,48 @@ export function defaultCacheDir(): string {
   return process.env.ARMATURE_CACHE_DIR ?? join(homedir(), ".cache", "armature");
 }
 
-let built: Buffer | undefined;
+let builtModel: Buffer | undefined;
+let builtLora: Buffer | undefined;
 
 /** The default tiny model's bytes, generated once per process (it takes a moment). */
 function tinyModelBytes(): Buffer {
-  built ??= buildTinyModel();
-  return built;
+  builtModel ??= buildTinyModel();
+  return builtModel;
+}
+
+/** The tiny model's LoRA adapter's bytes, generated once per process. */
+function tinyLoraBytes(): Buffer {
+  builtLora ??= buildTinyLora();
+  return builtLora;
 }
 
 /** Writes the tiny model to `path` atomically (temporary file, then rename). */
-export async function writeTinyModel(path: string): Promise<void> {
-  const bytes = tinyModelBytes();
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, bytes);
-  await rename(temporary, path);
+export function writeTinyModel(path: string): Promise<void> {
+  return writeAtomically(path, tinyModelBytes());
+}
+
+/** Writes the tiny model's LoRA adapter (see `buildTinyLora`) to `path` atomically. */
+export function writeTinyLora(path: string): Promise<void> {
+  return writeAtomically(path, tinyLoraBytes());
 }
 
 /**
  * Returns the path of the tiny model in the cache, creating it the first time. A file whose bytes
  * do not match what the generator writes is replaced.
  */
-export async function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<string> {
+export function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<string> {
+  return ensureGenerated(cacheDir, "armature-tiny-v2.gguf", tinyModelBytes());
+}
+
+/** As `ensureTinyModel`, for the tiny model's LoRA adapter. */
+export function ensureTinyLora(cacheDir = defaultCacheDir()): Promise<string> {
+  return ensureGenerated(cacheDir, "armature-tiny-v2-lora.gguf", tinyLoraBytes());
+}
+
+async function ensureGenerated(cacheDir: string, name: string, bytes: Buffer): Promise<string> {
   await mkdir(cacheDir, { recursive: true });
-  const path = join(cacheDir, "armature-tiny-v2.gguf");
-  const expected = createHash("sha256").update(tinyModelBytes()).digest("hex");
+  const path = join(cacheDir, name);
+  const expected = createHash("sha256").update(bytes).digest("hex");
   try {
     const actual = createHash("sha256")
       .update(await readFile(path))
@@ -41,6 +60,12 @@ export async function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<str
   } catch {
     // Not there yet: create it below.
   }
-  await writeTinyModel(path);
+  await writeAtomically(path, bytes);
   return path;
+}
+
+async function writeAtomically(path: string, bytes: Buffer): Promise<void> {
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeFile(temporary, bytes);
+  await rename(temporary, path);
 }

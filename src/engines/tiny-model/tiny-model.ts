@@ -1,5 +1,5 @@
 import { factorBigrams } from "./bigram.js";
-import { encodeBpe, learnBpe } from "./byte-bpe.js";
+import { type BpeVocabulary, encodeBpe, learnBpe } from "./byte-bpe.js";
 import { CHATML_TEMPLATE } from "./chat-template.js";
 import { TOKENIZER_TEXT, trainingStreams } from "./corpus-streams.js";
 import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
@@ -24,6 +24,16 @@ const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
 /** Merges enough for every word of the training text to be one token. */
 const ALL_MERGES = 4000;
 
+/** The tiny model's BPE vocabulary (special tokens follow it), learned from its corpus. */
+export function tinyVocabulary(options: Pick<TinyModelOptions, "merges"> = {}): BpeVocabulary {
+  return learnBpe(TOKENIZER_TEXT, options.merges ?? ALL_MERGES, 1);
+}
+
+/** Token ids of the tiny model: the BPE tokens, then `SPECIAL_TOKENS`. */
+export function tinyVocabularySize(vocab: BpeVocabulary): number {
+  return vocab.tokens.length + SPECIAL_TOKENS.length;
+}
+
 /**
  * Builds a small llama-architecture GGUF that speaks the English of its built-in corpus: a
  * byte-level BPE tokenizer learned on the corpus (every corpus word one token), weights that realise
@@ -37,10 +47,10 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const heads = options.heads ?? 4;
   const ff = options.feedForwardLength ?? 256;
   const contextLength = options.contextLength ?? 4096;
-  const vocab = learnBpe(TOKENIZER_TEXT, options.merges ?? ALL_MERGES, 1);
+  const vocab = tinyVocabulary(options);
   const tokens = [...vocab.tokens, ...SPECIAL_TOKENS];
   const tokenTypes = tokens.map((_, i) => (i >= vocab.tokens.length ? 3 : 1));
-  const vocabSize = tokens.length;
+  const vocabSize = tinyVocabularySize(vocab);
   const id = (t: string): number => tokens.indexOf(t);
 
   const md = new Map<string, MetadataValue>([

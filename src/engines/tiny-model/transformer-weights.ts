@@ -69,12 +69,18 @@ export function bigramRank(dim: number, heads: number): number {
   return dim - dim / heads - 4;
 }
 
+/** The residual dim that is 1 for every token (`CONSTANT`): what a per-token output bias reads. */
+export function constantDimension(dim: number, heads: number): number {
+  return bigramRank(dim, heads) + dim / heads + 2;
+}
+
 export function speakingTensors(shape: SpeakingShape, factors: BigramFactors): TensorSpec[] {
   const { dim, layers, heads, feedForward: ff, vocabSize } = shape;
   const headDim = dim / heads;
   const rank = bigramRank(dim, heads);
   const CODE = rank;
-  const [MARKER, CHAT, CONSTANT, PADDING] = [CODE + headDim, CODE + headDim + 1, CODE + headDim + 2, CODE + headDim + 3];
+  const [MARKER, CHAT, PADDING] = [CODE + headDim, CODE + headDim + 1, CODE + headDim + 3];
+  const CONSTANT = constantDimension(dim, heads);
   const seen = new Set(factors.seen);
   const rng = new SeededRandom(shape.seed);
 
