@@ -24,6 +24,7 @@ test("a frontend or router refuses the engine-server flags by name: it drives no
     ["frontend", ["--port", "8000", "--prefill-engine-url=http://h:1"]],
     ["router", ["--engine-url", "http://h:1"]],
     ["router", ["--kv-events-endpoint", "tcp://h:5557"]],
+    ["frontend", ["--lora", "sea=/a/sea.gguf"]],
   ] as const) {
     const flag = (argv.find((a) => a.startsWith("--") && a !== "--port") as string).split("=")[0] as string;
     assert.throws(() => refuseSidecarFlags(command, argv), {

@@ -49,8 +49,10 @@ const FRONTEND_ONLY_FLAGS = [
   "grpc-port",
 ] as const;
 
-/** Flags that set a worker's engine server, which a frontend or router process does not drive. */
+/** Flags that set what a worker's engine runs (its engine server, its adapters), which a frontend or router does not drive. */
 const SIDECAR_ONLY_FLAGS = [
+  "lora",
+  "max-loras",
   "engine-url",
   "prefill-engine-url",
   "tokenizer",
@@ -72,7 +74,7 @@ export function refuseSidecarFlags(command: "frontend" | "router", argv: readonl
   if (given !== undefined) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `--${given} is for armature worker (or serve): it sets the engine server a worker drives, which armature ${command} does not run`,
+      `--${given} is for armature worker (or serve): it sets what a worker's engine runs, which armature ${command} does not run`,
     );
   }
 }

@@ -57,6 +57,10 @@ export interface ServeOptions {
   readonly modelName: string | undefined;
   /** Every `--model` given (llamacpp serves them side by side); `model` and `modelName` are the first's. */
   readonly models: readonly ModelSpec[];
+  /** `--lora NAME=PATH`: LoRA adapters each llama.cpp worker serves beside the model. */
+  readonly loras: readonly { readonly name: string; readonly path: string }[];
+  /** `--max-loras`: adapters with a context at once per worker (llamacpp; default 1). */
+  readonly maxLoras: number | undefined;
   readonly workers: number;
   /** `armature frontend`: HTTP processes sharing the port (node:cluster), each with a router replica. */
   readonly frontendProcesses: number;
@@ -288,6 +292,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),
     ...modelOptions(list("model"), str("model-name"), str("engine") ?? "llamacpp", str("planner")),
+    ...loraOptions(list("lora"), num("max-loras", true, 1), list("model"), str("engine") ?? "llamacpp"),
     tokenizer: str("tokenizer"),
     workers: num("workers", true, 1) ?? 1,
     frontendProcesses: num("frontend-processes", true, 1) ?? 1,
@@ -424,6 +429,47 @@ export function servedModelName(path: string): string {
 export interface ModelSpec {
   readonly path: string;
   readonly name: string | undefined;
+}
+
+/**
+ * `--lora NAME=PATH` (repeatable) and `--max-loras N`: llama.cpp's adapters, for one `--model`
+ * (several models' adapters are loaded at run time, naming their model). Refused by name on other
+ * engines, whose servers load their own adapters.
+ */
+function loraOptions(
+  given: readonly string[],
+  maxLoras: number | undefined,
+  models: readonly string[],
+  engine: string,
+): Pick<ServeOptions, "loras" | "maxLoras"> {
+  if (engine !== "llamacpp" && (given.length > 0 || maxLoras !== undefined)) {
+    const flag = given.length > 0 ? "lora" : "max-loras";
+    throw configError(
+      flag,
+      isEngineServer(engine)
+        ? `is for --engine llamacpp; ${engine} loads its adapters itself (its own flags, or POST /v1/load_lora_adapter to it)`
+        : `is for --engine llamacpp; the mocker runs no adapters`,
+    );
+  }
+  if (given.length > 0 && models.length > 1) {
+    throw configError(
+      "lora",
+      "adapts one model: with several --model, load each adapter at run time with POST /v1/load_lora_adapter and its base_model_name",
+    );
+  }
+  const loras = given.map((spec) => {
+    const at = spec.indexOf("=");
+    const name = spec.slice(0, at);
+    const path = spec.slice(at + 1);
+    if (at < 0 || path === "" || !/^[A-Za-z0-9._:/-]{1,128}$/.test(name)) {
+      throw configError("lora", `takes NAME=PATH (a name of letters, digits and ._:/-, then the adapter GGUF), got '${spec}'`);
+    }
+    return { name, path };
+  });
+  const names = loras.map((l) => l.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw configError("lora", `names two adapters '${twice}'; give each its own name`);
+  return { loras, maxLoras };
 }
 
 /**

@@ -162,6 +162,17 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_MODEL",
     help: "path of a GGUF model (default: the generated tiny model); PATH=NAME serves it as NAME; llamacpp: repeatable, --workers workers per model; llama-server: the GGUF it runs, read for its tokenizer (default: its /props model_path)",
   },
+  lora: {
+    type: "string",
+    multiple: true,
+    env: "ARMATURE_LORA",
+    help: "llamacpp: NAME=PATH, a LoRA adapter GGUF each worker serves beside the model; clients name it as their model (repeatable; one --model only)",
+  },
+  "max-loras": {
+    type: "integer",
+    env: "ARMATURE_MAX_LORAS",
+    help: "llamacpp: LoRA adapters with a llama.cpp context at once per worker (default 1; the least recently used idle one gives way)",
+  },
   tokenizer: {
     type: "string",
     env: "ARMATURE_TOKENIZER",

@@ -74,6 +74,13 @@ export async function startWorkers(
             name: (i === 0 ? options.modelName : m.name) ?? servedModelName(m.path),
           }))
         : await ensureTinyModel().then((path) => [{ path, name: options.modelName ?? servedModelName(path) }]);
+  const clash = options.loras.find((lora) => models.some((m) => m.name === lora.name));
+  if (clash) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--lora ${clash.name}=${clash.path}: '${clash.name}' is the served model's name; give the adapter another`,
+    );
+  }
   const timing: TimingModel | undefined = options.timingProfile
     ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
     : undefined;
@@ -105,6 +112,8 @@ export async function startWorkers(
           contextSizePerSequence: options.contextSize ?? 2048,
           ...llamaHardware(options.llama),
           workersInProcess,
+          loras: options.loras,
+          maxLoras: options.maxLoras,
           ...(options.blockSize ? { blockSize: options.blockSize } : {}),
           ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
         })

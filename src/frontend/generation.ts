@@ -95,7 +95,9 @@ export async function startGeneration(router: Router, input: GenerationInput): P
   const request: GenerateRequest = {
     type: "generate-request",
     requestId: randomUUID(),
-    model: params.model,
+    // A client that names a LoRA adapter gets its base model's workers that serve the adapter.
+    model: pipeline.card.name,
+    ...(pipeline.lora === undefined ? {} : { lora: pipeline.lora }),
     tokenIds,
     sampling: params.sampling,
     maxTokens: resolveMaxTokens(pipeline, tokenIds.length, params.maxTokens),

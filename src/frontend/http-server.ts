@@ -30,6 +30,7 @@ import type { ReasoningParserName } from "./reasoning/index.js";
 import { handleCompletions } from "./routes/completions-route.js";
 import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
+import { handleLoraAdmin } from "./routes/lora-routes.js";
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
 import { handleResponses } from "./routes/responses-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
@@ -306,6 +307,10 @@ export class Frontend {
         return handleTokenize(req, res, requestId, deps);
       case "POST /detokenize":
         return handleDetokenize(req, res, requestId, deps);
+      case "POST /v1/load_lora_adapter":
+        return handleLoraAdmin("load", req, res, headers, deps);
+      case "POST /v1/unload_lora_adapter":
+        return handleLoraAdmin("unload", req, res, headers, deps);
       case "GET /v1/models":
         return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
@@ -361,6 +366,8 @@ export class Frontend {
             "/tokenize",
             "/detokenize",
             "/v1/fleet",
+            "/v1/load_lora_adapter",
+            "/v1/unload_lora_adapter",
           ].includes(path) ||
           path.startsWith(MODEL_PATH_PREFIX) ||
           Dashboard.servesPath(path);

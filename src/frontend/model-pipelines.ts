@@ -7,16 +7,28 @@ import type { ChatMessage } from "./requests/chat-request.js";
 import type { TokenizerFetcher } from "./tokenizer-fetch.js";
 import { type FunctionTool, templateToolCalls, templateTools } from "./tool-calls/index.js";
 
-/** What the frontend needs to turn a request for one model into tokens and back. */
+/**
+ * What the frontend needs to turn a request for one model into tokens and back: the base model's
+ * card, tokenizer and template, and for a request that names a LoRA adapter, the adapter (which
+ * shares them).
+ */
 export class ModelPipeline {
   readonly card: ModelCard;
   readonly tokenizer: Tokenizer;
+  /** The LoRA adapter the client named as its `model`; undefined for the base model. */
+  readonly lora: string | undefined;
   readonly #template: Template;
 
-  constructor(card: ModelCard, tokenizer: Tokenizer) {
+  constructor(card: ModelCard, tokenizer: Tokenizer, lora?: string, template?: Template) {
     this.card = card;
     this.tokenizer = tokenizer;
-    this.#template = new Template(card.chatTemplate ?? CHATML_TEMPLATE);
+    this.lora = lora;
+    this.#template = template ?? new Template(card.chatTemplate ?? CHATML_TEMPLATE);
+  }
+
+  /** The same pipeline for requests that run with adapter `lora`. */
+  withLora(lora: string): ModelPipeline {
+    return new ModelPipeline(this.card, this.tokenizer, lora, this.#template);
   }
 
   /**
@@ -87,10 +99,15 @@ export class ModelPipelines {
     return this.#workers.models();
   }
 
-  /** The pipeline for `model`; `MODEL_NOT_FOUND` when no worker serves it. */
+  /**
+   * The pipeline for `model`: a model some worker serves, or a LoRA adapter some worker serves
+   * beside its model (the base model's pipeline, with the adapter); `MODEL_NOT_FOUND` when neither.
+   */
   async get(model: string): Promise<ModelPipeline> {
     const card = this.#workers.models().find((c) => c.name === model);
     if (!card) {
+      const parent = this.#workers.adapterParent(model);
+      if (parent !== undefined) return (await this.get(parent)).withLora(model);
       throw new ArmatureError("MODEL_NOT_FOUND", `The model \`${model}\` does not exist or you do not have access to it.`, {
         param: "model",
       });

@@ -43,6 +43,8 @@ export type {
   WorkerLoad,
 } from "./kv-events.js";
 export { ONBOARD_TIER, onboardingSaving } from "./kv-events.js";
+export type { LoraAdapterList, LoraAdminRequest } from "./lora-admin.js";
+export { loraAdapterListSchema, loraAdminRequestSchema } from "./lora-admin.js";
 export {
   activeSequenceEventSchema,
   agentMetadataSchema,

@@ -256,6 +256,7 @@ export const generateResponseSchema: Schema<GenerateResponse> = variants<Generat
 export const routeQuerySchema: Schema<RouteQuery> = object({
   type: literal("route-query"),
   model: modelName,
+  lora: optional(modelName),
   tokenIds,
   candidates: arrayOf(id, 4096),
   overrides: optional(object({ overlapWeight: optional(num(0)), temperature: optional(num(0)) })),

@@ -2,6 +2,8 @@
 export interface RouteQuery {
   readonly type: "route-query";
   readonly model: string;
+  /** The LoRA adapter the request runs with (its blocks hash with the adapter's seed). */
+  readonly lora?: string | undefined;
   readonly tokenIds: readonly number[];
   /** The workers the frontend may use now (eligible, not busy, not excluded). */
   readonly candidates: readonly string[];

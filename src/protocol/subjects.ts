@@ -11,6 +11,8 @@ export const subjects = {
   kvQuery: (workerId: string): string => `${workerId}.kv_events_query`,
   /** Request-plane address where a worker hands out its tokenizer bundle (frontends that cannot read its path). */
   tokenizer: (workerId: string): string => `${workerId}.tokenizer`,
+  /** Request-plane address where a worker adds and removes LoRA adapters at run time (`lora-load`, `lora-unload`). */
+  lora: (workerId: string): string => `${workerId}.lora`,
   /** Request-plane address where a worker answers `embed-request`s (`POST /v1/embeddings`). */
   embed: (workerId: string): string => `${workerId}.embed`,
   /** Router replicas share their bookings here. */

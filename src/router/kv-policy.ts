@@ -8,7 +8,7 @@ import type { RouteRequest, WorkerView } from "./worker-view.js";
 /** What the KV policy needs of an index: matches, and (approximate mode) to hear its own decisions. */
 export interface KvIndexView {
   findMatches(localHashes: readonly bigint[]): OverlapScores;
-  recordDecision?(workerId: string, tokenIds: readonly number[]): void;
+  recordDecision?(workerId: string, tokenIds: readonly number[], lora?: string): void;
 }
 
 export interface KvPolicyOptions {
@@ -52,7 +52,7 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
     name: "kv",
     select(candidates, request) {
       const t0 = performance.now();
-      const hashes = hashBlocks(request.tokenIds, bs).local;
+      const hashes = hashBlocks(request.tokenIds, bs, request.lora).local;
       const t1 = performance.now();
       const matches = options.indexer.findMatches(hashes);
       const t2 = performance.now();
@@ -95,7 +95,7 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       }
     },
     onRouted(workerId, request) {
-      options.indexer.recordDecision?.(workerId, request.tokenIds);
+      options.indexer.recordDecision?.(workerId, request.tokenIds, request.lora);
     },
     overlapBlocks(workerId, request) {
       return overlapOf.get(request)?.get(workerId) ?? 0;

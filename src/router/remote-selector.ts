@@ -15,6 +15,7 @@ export function remoteSelector(runtime: Runtime, timeoutMs = 2000): RemoteSelect
     const query: RouteQuery = {
       type: "route-query",
       model: request.model,
+      ...(request.lora === undefined ? {} : { lora: request.lora }),
       tokenIds: request.tokenIds,
       candidates: candidates.map((c) => c.id),
       overrides: request.overrides,

@@ -16,7 +16,7 @@ export async function serveRouteQueries(runtime: Runtime, policy: RoutingPolicy,
     // Workers that joined after this router looked: route among what the frontend sees, by id.
     const candidates = known.length > 0 ? known : query.candidates.map((id) => stubView(id));
     if (candidates.length === 0) throw new ArmatureError("ROUTER_NO_WORKER", `no candidate worker for model ${query.model}`);
-    const request = { model: query.model, tokenIds: query.tokenIds, overrides: query.overrides };
+    const request = { model: query.model, lora: query.lora, tokenIds: query.tokenIds, overrides: query.overrides };
     const chosen = policy.select(candidates, request);
     policy.onRouted?.(chosen.id, request);
     yield { type: "route-answer", workerId: chosen.id, overlapBlocks: policy.overlapBlocks?.(chosen.id, request) };

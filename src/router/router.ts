@@ -168,9 +168,11 @@ export class Router {
     return this.#policy.name;
   }
 
-  /** Workers of `model` in this router's roles. */
-  eligibleWorkers(model: string): WorkerView[] {
-    return this.workers.forModel(model).filter((w) => this.#roles.has(w.card.role));
+  /** Workers of `model` in this router's roles; with `lora`, those that serve that adapter. */
+  eligibleWorkers(model: string, lora?: string): WorkerView[] {
+    return this.workers
+      .forModel(model)
+      .filter((w) => this.#roles.has(w.card.role) && (lora === undefined || (w.card.loras?.includes(lora) ?? false)));
   }
 
   /**
@@ -196,7 +198,7 @@ export class Router {
     },
   ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
-    const eligible = (): WorkerView[] => this.eligibleWorkers(request.model).filter((w) => !excluded.has(w.id));
+    const eligible = (): WorkerView[] => this.eligibleWorkers(request.model, request.lora).filter((w) => !excluded.has(w.id));
     const priority = request.priority ?? 0;
     const free = (): boolean => eligible().some((w) => !this.isBusy(w, priority));
     let candidates = eligible();
@@ -207,7 +209,9 @@ export class Router {
       deadline: request.timeoutMs === undefined ? undefined : now + request.timeoutMs,
     };
     let admittedAt = now;
-    if (candidates.length > 0 && this.#prefill && !request.disaggregation && options.pinnedWorkerId === undefined) {
+    // An adapter's requests are prefilled where they decode: prefill workers run the base model.
+    const split = this.#prefill && !request.disaggregation && request.lora === undefined;
+    if (candidates.length > 0 && split && options.pinnedWorkerId === undefined) {
       // Decode capacity first: a request refused after its prefill would strand the exported KV.
       await this.#queueOf(request.model).admit(free, options.signal, ticket);
       admitted = true;
@@ -247,7 +251,7 @@ export class Router {
       }
     }
     if (candidates.length === 0) {
-      throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
+      throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
     }
     if (options.pinnedWorkerId === undefined) {
       let idle: WorkerView[] = [];
@@ -262,13 +266,13 @@ export class Router {
       // Admitted before its prefill, the request goes on even if its decode worker filled up since.
       candidates = idle.length > 0 || !admitted ? idle : eligible();
       if (candidates.length === 0) {
-        throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves model ${request.model} right now`, { retryable: true });
+        throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
       }
     }
     options.trace?.admitted();
     let chosen = candidates[0];
     let remoteOverlap: number | undefined;
-    const routeRequest = { model: request.model, tokenIds: request.tokenIds, overrides: options.overrides };
+    const routeRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides: options.overrides };
     if (options.pinnedWorkerId !== undefined) {
       chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
       if (!chosen) {
@@ -335,7 +339,7 @@ export class Router {
     const candidates = idle.length > 0 ? idle : eligible;
     if (candidates.length === 0) return undefined;
     const overrides = { ...options.overrides, overlapWeight: 0 };
-    const routeRequest: RouteRequest = { model: request.model, tokenIds: request.tokenIds, overrides };
+    const routeRequest: RouteRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides };
     const answer = this.#remote ? await this.#askRemote(candidates, routeRequest, options.signal) : undefined;
     const chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
     const bookingId = `${request.requestId}#${++this.#requestSeq}`;
@@ -475,4 +479,9 @@ function tracked(
       };
     },
   };
+}
+
+/** "model M", or "LoRA adapter A of model M". */
+function servedName(request: GenerateRequest): string {
+  return request.lora === undefined ? `model ${request.model}` : `LoRA adapter ${request.lora} of model ${request.model}`;
 }

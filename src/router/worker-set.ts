@@ -72,6 +72,31 @@ export class WorkerSet {
     return [...byName.values()];
   }
 
+  /**
+   * LoRA adapters some worker serves now, each with the model it adapts (the first worker that
+   * lists it decides; a name that is also a model's stays the model's).
+   */
+  adapters(): Map<string, string> {
+    const parents = new Map<string, string>();
+    const models = new Set(this.models().map((c) => c.name));
+    for (const w of this.#workers.values()) {
+      for (const lora of w.card.loras ?? []) if (!models.has(lora) && !parents.has(lora)) parents.set(lora, w.card.name);
+    }
+    return parents;
+  }
+
+  /** The model that LoRA adapter `lora` adapts, when some worker serves it. */
+  adapterParent(lora: string): string | undefined {
+    for (const w of this.#workers.values())
+      if (w.card.loras?.includes(lora)) return this.#isModel(lora) ? undefined : w.card.name;
+    return undefined;
+  }
+
+  #isModel(name: string): boolean {
+    for (const w of this.#workers.values()) if (w.card.name === name) return true;
+    return false;
+  }
+
   /** Calls `listener` whenever a worker joins or leaves, or publishes fewer KV blocks in use than before. */
   onChange(listener: () => void): Unsubscribe {
     this.#listeners.add(listener);

@@ -21,6 +21,8 @@ export interface RouterOverrides {
 /** What a policy may look at to choose: the prompt tokens (the KV router hashes them). */
 export interface RouteRequest {
   readonly model: string;
+  /** The LoRA adapter the request runs with: its blocks hash with the adapter's seed. */
+  readonly lora?: string | undefined;
   readonly tokenIds: readonly number[];
   readonly overrides?: RouterOverrides | undefined;
 }

@@ -22,6 +22,7 @@ import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
 import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
+import { serveLoraAdmin } from "./lora-service.js";
 import { modelCardFor } from "./model-card.js";
 import { withWorkerSpans } from "./request-spans.js";
 import { serveTokenizer } from "./tokenizer-service.js";
@@ -66,7 +67,7 @@ export type WorkerState = "starting" | "running" | "draining" | "stopped";
  */
 export class WorkerHost {
   readonly id: string;
-  readonly card: ModelCard;
+  #card: ModelCard;
   #state: WorkerState = "starting";
   readonly #o: WorkerHostOptions;
   readonly #log: Logger;
@@ -80,6 +81,10 @@ export class WorkerHost {
   #queryRegistration: Registration | undefined;
   #embedRegistration: Registration | undefined;
   #tokenizerRegistration: Registration | undefined;
+  #loraRegistration: Registration | undefined;
+  #unwatchAdapters: (() => void) | undefined;
+  /** Registrations again after the adapters changed, one at a time. */
+  #reregistering: Promise<void> = Promise.resolve();
   /** The tokenizer bundle the card names, handed to frontends that cannot read its path. */
   readonly #tokenizer: TokenizerBundle | undefined;
   #unsubscribeKv: (() => void) | undefined;
@@ -93,9 +98,9 @@ export class WorkerHost {
   private constructor(options: WorkerHostOptions, tokenizer: TokenizerBundle | undefined) {
     this.#o = options;
     this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
-    const card = modelCardFor(options.engine.info, options.modelName, options.role ?? "aggregated");
+    const card = modelCardFor(options.engine, options.modelName, options.role ?? "aggregated");
     this.#tokenizer = tokenizer;
-    this.card =
+    this.#card =
       tokenizer === undefined || card.tokenizer.kind === "bytes"
         ? card
         : { ...card, tokenizer: { ...card.tokenizer, sha256: tokenizer.sha256 } };
@@ -112,6 +117,11 @@ export class WorkerHost {
     const host = new WorkerHost(options, bundle);
     await host.#start();
     return host;
+  }
+
+  /** The card the worker registers: its model, and the LoRA adapters it serves now. */
+  get card(): ModelCard {
+    return this.#card;
   }
 
   get state(): WorkerState {
@@ -171,6 +181,13 @@ export class WorkerHost {
       accepting: () => this.#state === "running",
       inflight: this.#inflight,
     });
+    this.#loraRegistration = await serveLoraAdmin({
+      runtime,
+      workerId: this.id,
+      adapters: engine.adapters,
+      engineKind: engine.info.kind,
+    });
+    this.#unwatchAdapters = engine.adapters?.onChange(() => this.#adaptersChanged());
     this.#lease = await runtime.discovery.register(this.#record(), { ttlMs: this.#ttl() });
     this.#state = "running";
     this.#background.push(this.#keepAliveLoop(), this.#loadLoop());
@@ -179,6 +196,24 @@ export class WorkerHost {
 
   #record(): InstanceRecord {
     return { id: this.id, role: this.card.role, model: this.card.name, card: this.card, transferAgent: this.#agent?.metadata };
+  }
+
+  /** The card lists the adapters served now: registered again, frontends and routers see the change. */
+  #adaptersChanged(): void {
+    const names = [...(this.#o.engine.adapters?.names() ?? [])];
+    const { loras: _before, ...card } = this.#card;
+    this.#card = names.length > 0 ? { ...card, loras: names } : card;
+    this.#reregistering = this.#reregistering.then(async () => {
+      if (this.#state !== "running") return;
+      try {
+        const previous = this.#lease;
+        this.#lease = await this.#o.runtime.discovery.register(this.#record(), { ttlMs: this.#ttl() });
+        await previous?.revoke();
+        this.#log.info({ loras: names }, "LoRA adapters changed; registered again");
+      } catch (error) {
+        this.#log.warn({ err: error }, "registering the changed LoRA adapters failed; the keep-alive loop registers again");
+      }
+    });
   }
 
   #ttl(): number {
@@ -315,8 +350,11 @@ export class WorkerHost {
     this.#state = "draining";
     this.#log.info({ inflight: this.#inflight.size }, "worker draining");
     this.#stop.abort();
+    this.#unwatchAdapters?.();
+    await this.#reregistering;
     await this.#lease?.revoke();
     await this.#registration?.close();
+    await this.#loraRegistration?.close();
     await this.#queryRegistration?.close();
     await this.#embedRegistration?.close();
     await this.#tokenizerRegistration?.close();

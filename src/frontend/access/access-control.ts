@@ -36,7 +36,7 @@ export type AccessDecision =
 /** Paths served without a key: liveness and health probes come from orchestrators that hold none. */
 const OPEN_PATHS = new Set(["/health", "/live", "/v2/health/live", "/v2/health/ready"]);
 /** POSTs under /v1/ that generate nothing: they need a key where keys are set, and spend no quota. */
-const QUOTA_FREE_PATHS = new Set(["/v1/messages/count_tokens"]);
+const QUOTA_FREE_PATHS = new Set(["/v1/messages/count_tokens", "/v1/load_lora_adapter", "/v1/unload_lora_adapter"]);
 
 /**
  * The dashboard's page and its script, style and chart library: they hold no data (a browser's

@@ -53,6 +53,13 @@ export async function handleEmbeddings(
     const request = parseEmbeddingsRequest(await readJsonBody(req, deps.bodyLimitBytes));
     deps.access?.checkModel(request.model);
     const pipeline = await deps.pipelines.get(request.model);
+    if (pipeline.lora !== undefined) {
+      throw new ArmatureError(
+        "REQUEST_INVALID",
+        `'${request.model}' is a LoRA adapter of '${pipeline.card.name}', which serves completions; embeddings come from a model (name '${pipeline.card.name}')`,
+        { param: "model" },
+      );
+    }
     timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
     const inputs = await inputTokens(request.input, pipeline);
     const promptTokens = inputs.reduce((sum, input) => sum + input.length, 0);

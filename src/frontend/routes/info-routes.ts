@@ -1,12 +1,15 @@
 import type { ServerResponse } from "node:http";
 import type { MetricMeter } from "../../observability/index.js";
-import { ArmatureError, type ModelCard } from "../../protocol/index.js";
+import { ArmatureError } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { FrontendMetrics } from "../frontend-metrics.js";
 import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 
-/** `GET /v1/models`: every model some worker serves now (that the caller's API key may use). */
+/**
+ * `GET /v1/models`: every model some worker serves now, then every LoRA adapter with the model it
+ * adapts as `parent` (as vLLM lists them), that the caller's API key may use.
+ */
 export function handleModels(
   res: ServerResponse,
   router: Router,
@@ -14,8 +17,13 @@ export function handleModels(
   headers: Record<string, string>,
   key?: { allowsModel(model: string): boolean },
 ): void {
-  const served = router.workers.models().filter((card) => key?.allowsModel(card.name) ?? true);
-  const data = served.map((card) => modelObject(card, startedAt));
+  const allowed = (name: string): boolean => key?.allowsModel(name) ?? true;
+  const models = router.workers.models().filter((card) => allowed(card.name));
+  const adapters = [...router.workers.adapters()].filter(([name]) => allowed(name));
+  const data = [
+    ...models.map((card) => modelObject(card.name, startedAt)),
+    ...adapters.map(([name, parent]) => modelObject(name, startedAt, parent)),
+  ];
   sendJson(res, 200, { object: "list", data }, headers);
 }
 
@@ -24,19 +32,21 @@ export function handleModels(
  * `Model` fields beside it (`identifier`, `provider_id`, `type`, `model_type`…), which Llama
  * Stack's `GET /v1/models/{id}` returns: one object satisfies both specs, whose schemas allow
  * other fields. `created` is when this frontend started, as no model here has a release date.
+ * `parent`: the model a LoRA adapter adapts, null for a model (vLLM's field).
  */
-function modelObject(card: ModelCard, startedAt: number): Record<string, unknown> {
+function modelObject(name: string, startedAt: number, parent?: string): Record<string, unknown> {
   return {
-    id: card.name,
+    id: name,
     object: "model",
     created: Math.floor(startedAt / 1000),
     owned_by: "armature",
-    identifier: card.name,
+    parent: parent ?? null,
+    identifier: name,
     provider_id: "armature",
-    provider_resource_id: card.name,
+    provider_resource_id: name,
     type: "model",
     model_type: "llm",
-    metadata: {},
+    metadata: parent === undefined ? {} : { parent },
   };
 }
 
@@ -53,8 +63,10 @@ export function handleModel(
   headers: Record<string, string>,
   key?: { allowsModel(model: string): boolean },
 ): void {
-  const card = router.workers.models().find((c) => c.name === id && (key?.allowsModel(c.name) ?? true));
-  if (!card) {
+  const allowed = key?.allowsModel(id) ?? true;
+  const card = allowed ? router.workers.models().find((c) => c.name === id) : undefined;
+  const parent = allowed && !card ? router.workers.adapterParent(id) : undefined;
+  if (!card && parent === undefined) {
     sendJson(
       res,
       404,
@@ -63,7 +75,7 @@ export function handleModel(
     );
     return;
   }
-  sendJson(res, 200, modelObject(card, startedAt), headers);
+  sendJson(res, 200, modelObject(id, startedAt, parent), headers);
 }
 
 /**

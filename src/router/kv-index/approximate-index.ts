@@ -40,10 +40,10 @@ export class ApproximateIndex {
     return this.tree.findMatches(localHashes);
   }
 
-  /** Records that `workerId` now holds the full blocks of `tokenIds`. */
-  recordDecision(workerId: string, tokenIds: readonly number[]): void {
+  /** Records that `workerId` now holds the full blocks of `tokenIds` (computed with adapter `lora`). */
+  recordDecision(workerId: string, tokenIds: readonly number[], lora?: string): void {
     this.#expire();
-    const { local, sequence } = hashBlocks(tokenIds, this.#o.blockSize);
+    const { local, sequence } = hashBlocks(tokenIds, this.#o.blockSize, lora);
     if (local.length === 0) return;
     const key = `${workerId}:${sequence.at(-1)}`;
     const previous = this.#entries.get(key);
