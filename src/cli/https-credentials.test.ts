@@ -56,3 +56,27 @@ test("a CA bundle with one broken certificate is refused naming --tls-ca and whi
     /^ArmatureError: --tls-ca \(ARMATURE_TLS_CA\) \S+broken-bundle\.pem: certificate 2 does not parse/,
   );
 });
+
+test("an unreadable file, a certificate file without a certificate, a key file without a key, each refused naming its flag", () => {
+  const cases: { files: Parameters<typeof readHttpsCredentials>[0]; message: RegExp }[] = [
+    {
+      files: { certFile: join(ca.dir, "absent.pem"), keyFile: ca.serverKeyFile, clientCaFile: undefined },
+      message: /^--tls-cert \(ARMATURE_TLS_CERT\) \S+absent\.pem cannot be read \(ENOENT\)$/,
+    },
+    {
+      files: { certFile: ca.serverKeyFile, keyFile: ca.serverKeyFile, clientCaFile: undefined },
+      message: /^--tls-cert \(ARMATURE_TLS_CERT\) \S+server\.key holds no PEM certificate/,
+    },
+    {
+      files: { certFile: ca.serverCertFile, keyFile: ca.serverCertFile, clientCaFile: undefined },
+      message: /^--tls-key \(ARMATURE_TLS_KEY\) \S+server\.pem holds no PEM private key/,
+    },
+    {
+      files: { certFile: ca.serverCertFile, keyFile: ca.serverKeyFile, clientCaFile: ca.serverKeyFile },
+      message: /^--tls-ca \(ARMATURE_TLS_CA\) \S+server\.key holds no PEM certificate/,
+    },
+  ];
+  for (const { files, message } of cases) {
+    assert.throws(() => readHttpsCredentials(files), { code: "CONFIG_INVALID", message });
+  }
+});

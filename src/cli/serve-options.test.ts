@@ -169,3 +169,34 @@ test("several models are refused, naming the flag, where they cannot be told apa
   ];
   for (const [argv, message] of cases) assert.throws(() => resolveServeOptions(argv, {}), message, argv.join(" "));
 });
+
+test("a TLS key without its certificate, or the reverse, is refused naming the missing flag and its variable", () => {
+  assert.throws(() => resolveServeOptions([], { ARMATURE_TLS_KEY: "/k.pem" }), {
+    code: "CONFIG_INVALID",
+    message: /^--tls-cert \(ARMATURE_TLS_CERT\) is missing/,
+  });
+  assert.throws(() => resolveServeOptions(["--tls-cert", "/c.pem"], {}), {
+    message: /^--tls-key \(ARMATURE_TLS_KEY\) is missing/,
+  });
+});
+
+test("--lora takes NAME=PATH for llama.cpp with one model; other engines, several models and repeated names are refused by name", () => {
+  const o = resolveServeOptions(["--lora", "sea=/a/sea.gguf", "--lora", "sql=/a/b=c.gguf", "--max-loras", "2"], {});
+  assert.deepEqual(o.loras, [
+    { name: "sea", path: "/a/sea.gguf" },
+    { name: "sql", path: "/a/b=c.gguf" },
+  ]);
+  assert.equal(o.maxLoras, 2);
+  for (const [argv, message] of [
+    [["--engine", "mocker", "--lora", "a=/x"], /^--lora \(ARMATURE_LORA\) is for --engine llamacpp; the mocker runs no adapters/],
+    [
+      ["--engine", "vllm", "--max-loras", "2"],
+      /^--max-loras \(ARMATURE_MAX_LORAS\) is for --engine llamacpp; vllm loads its adapters itself/,
+    ],
+    [["--model", "/a=x", "--model", "/b=y", "--lora", "a=/l"], /^--lora \(ARMATURE_LORA\) adapts one model/],
+    [["--lora", "sea"], /^--lora \(ARMATURE_LORA\) takes NAME=PATH/],
+    [["--lora", "a=/x", "--lora", "a=/y"], /names two adapters 'a'/],
+  ] as const) {
+    assert.throws(() => resolveServeOptions(argv, {}), { code: "CONFIG_INVALID", message }, argv.join(" "));
+  }
+});

@@ -16,6 +16,8 @@ export interface EngineLoad {
   readonly totalKvBlocks: number;
   /** Measured prefill rate and onboarding bandwidth per tier (routers estimate prefill time from them). */
   readonly kvCosts?: KvCosts | undefined;
+  /** LoRA adapters ready to run now, where the engine loads them on demand (llama.cpp's adapter contexts). */
+  readonly residentLoras?: readonly string[] | undefined;
 }
 
 /** Where a prefill-only run left the prompt's KV cache. */

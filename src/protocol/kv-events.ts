@@ -79,6 +79,8 @@ export interface WorkerLoad {
   readonly totalKvBlocks: number;
   /** What the worker measured of its prefill and of loading KV back from its tiers, when it has. */
   readonly kvCosts?: KvCosts | undefined;
+  /** LoRA adapters ready to run now (a request for another one waits for it to load). */
+  readonly residentLoras?: readonly string[] | undefined;
 }
 
 /**

@@ -99,6 +99,7 @@ export const workerLoadSchema: Schema<WorkerLoad> = object({
       ),
     }),
   ),
+  residentLoras: optional(arrayOf(modelName, MAX_LORAS_PER_WORKER)),
 });
 
 export const activeSequenceEventSchema: Schema<ActiveSequenceEvent> = object({

@@ -86,3 +86,40 @@ test("a request for an adapter goes only to workers whose card lists it, also af
     await runtime.close();
   }
 });
+
+test("among workers that serve an adapter, the one that has it loaded takes its requests while it is not busy", async () => {
+  const runtime = createEmbeddedRuntime();
+  const resident = (names: readonly string[]): MockerEngine => {
+    const engine = mockerWith(adapterNames(["sea", "river"]));
+    const load = engine.load.bind(engine);
+    return Object.assign(engine, { load: () => ({ ...load(), residentLoras: names }) });
+  };
+  const workers = await Promise.all([
+    WorkerHost.create({
+      runtime,
+      id: "w1",
+      engine: resident(["river"]),
+      modelName: "m",
+      logger: silentLogger,
+      loadIntervalMs: 5,
+    }),
+    WorkerHost.create({ runtime, id: "w2", engine: resident(["sea"]), modelName: "m", logger: silentLogger, loadIntervalMs: 5 }),
+  ]);
+  const router = new Router({ runtime, policy: roundRobinPolicy(), logger: silentLogger });
+  try {
+    while (!router.workers.all().every((w) => w.published !== undefined)) await new Promise((r) => setTimeout(r, 5));
+    const servedBy = async (lora: string): Promise<string> => {
+      const call = await router.route(request(lora), { signal: new AbortController().signal });
+      for await (const _ of call.stream) {
+        /* drain */
+      }
+      return call.workerId;
+    };
+    assert.deepEqual([await servedBy("sea"), await servedBy("sea"), await servedBy("sea")], ["w2", "w2", "w2"]);
+    assert.deepEqual([await servedBy("river"), await servedBy("river")], ["w1", "w1"]);
+  } finally {
+    router.close();
+    await Promise.all(workers.map((w) => w.close(1000)));
+    await runtime.close();
+  }
+});

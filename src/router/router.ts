@@ -264,7 +264,7 @@ export class Router {
         // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
       } while (!admitted && idle.length === 0 && eligible().length > 0);
       // Admitted before its prefill, the request goes on even if its decode worker filled up since.
-      candidates = idle.length > 0 || !admitted ? idle : eligible();
+      candidates = preferResident(idle.length > 0 || !admitted ? idle : eligible(), request.lora);
       if (candidates.length === 0) {
         throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
       }
@@ -479,6 +479,16 @@ function tracked(
       };
     },
   };
+}
+
+/**
+ * For an adapter's request, the candidates that have it ready (`residentLoras` in their published
+ * load), when any: elsewhere it would first have to load, and displace another adapter.
+ */
+function preferResident(candidates: WorkerView[], lora: string | undefined): WorkerView[] {
+  if (lora === undefined) return candidates;
+  const ready = candidates.filter((w) => w.published?.residentLoras?.includes(lora));
+  return ready.length > 0 ? ready : candidates;
 }
 
 /** "model M", or "LoRA adapter A of model M". */

@@ -28,7 +28,7 @@ before(async () => {
   tokenizer = await loadTokenizer({ kind: "gguf", path: model });
   // vLLM's /tokenize reads special-token text as its token, as Hugging Face tokenizers do.
   const tokenize = (text: string) => tokenizer.encode(text, { special: true });
-  engines = [await startFakeVllm({ tokenize, form: "array" }), await startFakeVllm({ tokenize, form: "map" })];
+  engines = [await startFakeVllm({ tokenize, form: "array", loras: ["sql"] }), await startFakeVllm({ tokenize, form: "map" })];
   const args = ["--engine", "vllm", "--model", model];
   for (const e of engines) {
     args.push("--engine-url", e.url, "--kv-events-endpoint", e.eventsEndpoint, "--kv-events-replay-endpoint", e.replayEndpoint);
@@ -80,6 +80,50 @@ for (const index of [0, 1]) {
     assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 6 * BLOCK);
   });
 }
+
+test("vLLM's LoRA adapters: listed with their parent, requested by name on the server that has them, keyed by their own seed, loaded at run time on every server", async () => {
+  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
+  assert.deepEqual(
+    models.map((m) => [m.id, m.parent]),
+    [
+      [MODEL, null],
+      ["sql", MODEL],
+    ],
+  );
+  const prompt = freshPrompt(3);
+  const first = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(first.data.model, "sql");
+  assert.equal(first.response.headers.get("x-armature-worker"), await workerOf(server.url, engines[0] as FakeVllm));
+  assert.equal(engines[0]?.bodies.at(-1)?.model, "sql", "the adapter is vLLM's model for the request");
+  await new Promise((r) => setTimeout(r, 200));
+  const again = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(again.response.headers.get("x-armature-overlap-blocks"), "3", "the events' lora_name seeds the blocks' hashes");
+  const base = await client.completions.create({ model: MODEL, prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(base.response.headers.get("x-armature-overlap-blocks"), "0", "the base model holds none of the adapter's blocks");
+
+  const load = await fetch(`${server.url}/v1/load_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "chat", lora_path: "/adapters/chat" }),
+  });
+  assert.equal(await load.text(), "Success: LoRA adapter 'chat' added successfully.");
+  for (const engine of engines) {
+    assert.deepEqual(engine.loraCalls.at(-1), { route: "/v1/load_lora_adapter", lora_name: "chat", lora_path: "/adapters/chat" });
+  }
+  const served = await client.completions.create({ model: "chat", prompt: freshPrompt(1), max_tokens: 1, temperature: 0 });
+  assert.equal(served.model, "chat");
+  const unload = await fetch(`${server.url}/v1/unload_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "chat" }),
+  });
+  assert.equal(unload.status, 200);
+  for (const engine of engines) assert.equal(engine.loraCalls.at(-1)?.route, "/v1/unload_lora_adapter");
+  assert.deepEqual(
+    (await client.models.list()).data.map((m) => m.id),
+    [MODEL, "sql"],
+  );
+});
 
 test("a batch the subscriber missed is fetched from the replay socket at the next one", async () => {
   const engine = engines[1] as FakeVllm;

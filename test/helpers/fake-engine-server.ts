@@ -33,6 +33,8 @@ export interface FakeVllm {
   readonly pulls: number;
   /** The bodies of the generation calls it received (`/v1/completions`, `/generate`), oldest first. */
   readonly bodies: readonly Record<string, unknown>[];
+  /** vllm: the bodies of `POST /v1/load_lora_adapter` and `/v1/unload_lora_adapter`, with `route`. */
+  readonly loraCalls: readonly Record<string, unknown>[];
   readonly eventsEndpoint: string;
   readonly replayEndpoint: string;
   /** Batches published so far. */
@@ -54,6 +56,8 @@ export interface FakeVllmSettings {
   readonly blockSize?: number;
   readonly form?: "array" | "map";
   readonly servedModel?: string;
+  /** vllm: LoRA adapters served from the start (`--lora-modules`), listed in `/v1/models` with their parent. */
+  readonly loras?: readonly string[];
   readonly vocabSize?: number;
   /**
    * KV blocks its cache holds; beyond it the least recently used are evicted and published as
@@ -109,6 +113,8 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   let prefills = 0;
   let pulls = 0;
   const bodies: Record<string, unknown>[] = [];
+  const adapters = new Set(settings.loras ?? []);
+  const loraCalls: Record<string, unknown>[] = [];
   const engineId = createHash("sha256").update(`${Math.random()}`).digest("hex").slice(0, 16);
   const held = new Map<string, readonly number[]>();
   connectors.set(engineId, held);
@@ -139,9 +145,9 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       .digest()
       .readBigUInt64BE(0);
 
-  const storedEvent = (hashes: bigint[], parent: bigint | null, tokens: number[]) =>
+  const storedEvent = (hashes: bigint[], parent: bigint | null, tokens: number[], lora: string | null) =>
     form === "array"
-      ? ["BlockStored", hashes, parent, tokens, blockSize, null, "GPU", null, null]
+      ? ["BlockStored", hashes, parent, tokens, blockSize, null, "GPU", lora, null]
       : {
           type: "BlockStored",
           block_hashes: hashes,
@@ -150,7 +156,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
           block_size: blockSize,
           lora_id: null,
           medium: "GPU",
-          lora_name: null,
+          lora_name: lora,
           extra_keys: hashes.map(() => null),
           group_idx: 0,
           kv_cache_spec_kind: "full_attention",
@@ -174,8 +180,8 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     await publisher.send([Buffer.from("kv-events"), u64(mine), payload]);
   };
 
-  /** Caches the prompt's full blocks: how many were there already, and the events for the rest. */
-  const admit = async (prompt: readonly number[]): Promise<number> => {
+  /** Caches the prompt's full blocks (computed with adapter `lora`): how many were there already, and the events for the rest. */
+  const admit = async (prompt: readonly number[], lora: string | null = null): Promise<number> => {
     let parent: bigint | null = null;
     let cached = 0;
     const fresh: bigint[] = [];
@@ -183,7 +189,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     let freshParent: bigint | null = null;
     for (let b = 0; (b + 1) * blockSize <= prompt.length; b++) {
       const tokens = prompt.slice(b * blockSize, (b + 1) * blockSize);
-      const key = `${parent}:${tokens.join(",")}`;
+      const key = `${lora}:${parent}:${tokens.join(",")}`;
       const known = cache.get(key);
       if (known !== undefined && fresh.length === 0) {
         cached += blockSize;
@@ -193,14 +199,14 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         cache.set(key, known);
         continue;
       }
-      const hash = engineHash(parent, tokens);
+      const hash = engineHash(parent, lora === null ? tokens : [...tokens, -1, ...Buffer.from(lora)]);
       if (fresh.length === 0) freshParent = parent;
       cache.set(key, hash);
       fresh.push(hash);
       freshTokens.push(...tokens);
       parent = hash;
     }
-    const events: unknown[] = fresh.length > 0 ? [storedEvent(fresh, freshParent, freshTokens)] : [];
+    const events: unknown[] = fresh.length > 0 ? [storedEvent(fresh, freshParent, freshTokens, lora)] : [];
     const evicted: bigint[] = [];
     const capacity = settings.capacityBlocks ?? Number.POSITIVE_INFINITY;
     for (const [key, hash] of cache) {
@@ -325,7 +331,31 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   const server: Server = createServer(async (req, res) => {
     if (req.url === "/health") return void res.writeHead(200).end();
     if (req.url === "/v1/models") {
-      return json(res, 200, { object: "list", data: [{ id: served, object: "model", owned_by: api, max_model_len: 4096 }] });
+      const base = { id: served, object: "model", owned_by: api, root: served, parent: null, max_model_len: 4096 };
+      const loras = [...adapters].map((id) => ({ id, object: "model", owned_by: api, root: `/adapters/${id}`, parent: served }));
+      return json(res, 200, { object: "list", data: [base, ...loras] });
+    }
+    if ((req.url === "/v1/load_lora_adapter" || req.url === "/v1/unload_lora_adapter") && api === "vllm") {
+      const body = await read(req);
+      const name = String(body.lora_name);
+      loraCalls.push({ route: req.url, ...body });
+      if (req.url === "/v1/load_lora_adapter") {
+        if (adapters.has(name)) {
+          return json(res, 400, {
+            error: { message: `The lora adapter '${name}' has already been loaded.`, type: "InvalidUserInput", code: 400 },
+          });
+        }
+        adapters.add(name);
+        res.writeHead(200, { "content-type": "text/plain" });
+        return void res.end(`Success: LoRA adapter '${name}' added successfully.`);
+      }
+      if (!adapters.delete(name)) {
+        return json(res, 404, {
+          error: { message: `The lora adapter '${name}' cannot be found.`, type: "NotFoundError", code: 404 },
+        });
+      }
+      res.writeHead(200, { "content-type": "text/plain" });
+      return void res.end(`Success: LoRA adapter '${name}' removed successfully.`);
     }
     if (req.url === "/tokenize" && req.method === "POST") {
       const body = await read(req);
@@ -356,7 +386,8 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       const body = await read(req);
       bodies.push(body);
       const prompt = body.prompt as number[];
-      if (body.model !== served)
+      const lora = typeof body.model === "string" && adapters.has(body.model) ? body.model : null;
+      if (body.model !== served && lora === null)
         return json(res, 404, {
           error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
         });
@@ -402,7 +433,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       }
       const maxTokens = Number(body.max_tokens);
       running++;
-      const cached = await admit(prompt);
+      const cached = await admit(prompt, lora);
       res.writeHead(200, { "content-type": "text/event-stream" });
       const id = `cmpl-${Math.random().toString(16).slice(2)}`;
       const created = Math.floor(Date.now() / 1000);
@@ -450,6 +481,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       return pulls;
     },
     bodies,
+    loraCalls,
     eventsEndpoint: `tcp://127.0.0.1:${eventsPort}`,
     replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
     get published() {

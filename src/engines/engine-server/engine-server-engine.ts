@@ -6,7 +6,15 @@ import {
   type KvEvent,
   SseLineReader,
 } from "../../protocol/index.js";
-import type { Engine, EngineInfo, EngineLoad, GenerateOptions, PrefillOptions, PrefillResult } from "../engine.js";
+import type {
+  Engine,
+  EngineAdapters,
+  EngineInfo,
+  EngineLoad,
+  GenerateOptions,
+  PrefillOptions,
+  PrefillResult,
+} from "../engine.js";
 import { EngineKvEventStream } from "../zmq-kv-events/engine-kv-event-stream.js";
 import { engineHttpError, isHealthy } from "./engine-server-http.js";
 import type { EngineTokenizer } from "./engine-tokenizer.js";
@@ -101,6 +109,8 @@ export interface EngineServerEngineOptions {
   readonly slots: number;
   readonly healthIntervalMs?: number | undefined;
   readonly readLoad?: EngineLoadReader | undefined;
+  /** The engine server's LoRA adapters, where armature drives them (vLLM). */
+  readonly adapters?: EngineAdapters | undefined;
 }
 
 /**
@@ -113,6 +123,7 @@ export interface EngineServerEngineOptions {
  */
 export class EngineServerEngine implements Engine {
   readonly info: EngineInfo;
+  readonly adapters: EngineAdapters | undefined;
   /** Present where the dialect prefills for a decode peer (vLLM with a KV connector, SGLang in disaggregation mode). */
   readonly prefill?: (request: GenerateRequest, options: PrefillOptions) => Promise<PrefillResult>;
   readonly #o: EngineServerEngineOptions;
@@ -127,6 +138,7 @@ export class EngineServerEngine implements Engine {
   constructor(options: EngineServerEngineOptions) {
     this.#o = options;
     this.info = options.info;
+    this.adapters = options.adapters;
     const prefill = options.dialect.prefill;
     if (prefill) this.prefill = (request, prefillOptions) => this.#prefill(prefill, request, prefillOptions.signal);
     this.#healthTimer = setInterval(() => void this.#poll(), options.healthIntervalMs ?? 1000);

@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import {
   type Llama,
   type LlamaContext,
@@ -30,7 +29,7 @@ import {
 import { GrammarCache } from "./grammar-cache.js";
 import { KvBlockTracker } from "./kv-block-tracker.js";
 import { kvBytesPerToken } from "./kv-size.js";
-import { assembleImportedState, exportState } from "./kv-suffix.js";
+import { exportState } from "./kv-suffix.js";
 import { KvbmConnector } from "./kvbm-connector.js";
 import { type ContextSettings, createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
 import { backendOf, defaultThreads, llamaRuntime } from "./llama-runtime.js";
@@ -41,8 +40,8 @@ import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
 import { toEvaluateOptions } from "./sampling.js";
+import { importHandoff } from "./sequence-import.js";
 import { type SequenceSlot, SequenceSlots, sharedPrefixLength } from "./sequence-slots.js";
-import { readStateFileTokens } from "./state-file.js";
 import { TokenPump } from "./token-pump.js";
 
 export type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
@@ -219,9 +218,11 @@ export class LlamaCppEngine implements Engine {
     }
     const prefillTokensPerSecond = this.#prefillRate.rate;
     const onboardBytesPerSecond = this.#kvbm?.onboardBytesPerSecond();
+    const resident = this.#loras.residentNames();
     return {
       activeRequests,
       waitingRequests,
+      ...(resident.length > 0 ? { residentLoras: resident } : {}),
       activeKvBlocks,
       totalKvBlocks: this.info.totalKvBlocks,
       ...(prefillTokensPerSecond !== undefined || onboardBytesPerSecond
@@ -375,43 +376,6 @@ export class LlamaCppEngine implements Engine {
     return { reused, lowerTierTokens };
   }
 
-  /**
-   * Loads a prefill worker's export into the sequence: a whole state, or a suffix after the prompt's
-   * first blocks as this worker holds them (refused, retryably, when it no longer does).
-   */
-  async #import(slot: SequenceSlot, tokens: readonly number[], path: string, fromToken: number | undefined): Promise<void> {
-    if (!fromToken) return this.#importState(slot, tokens, path);
-    const whole = `${path}.whole`;
-    try {
-      const held = { sequence: slot.sequence, kvbm: this.#kvbm, blockSize: this.info.blockSize };
-      await assembleImportedState(held, tokens, fromToken, path, whole);
-      await this.#importState(slot, tokens, whole);
-    } finally {
-      await rm(whole, { force: true });
-    }
-  }
-
-  /** Loads a prefill worker's state into the sequence; it must hold exactly the prompt. */
-  async #importState(slot: SequenceSlot, tokens: readonly number[], path: string): Promise<void> {
-    const held = await readStateFileTokens(path);
-    if (held.length !== tokens.length || sharedPrefixLength(held, tokens) !== tokens.length) {
-      throw new ArmatureError("TRANSFER_FAILED", "the imported KV state holds other tokens than the prompt", { retryable: true });
-    }
-    const sequence = slot.sequence;
-    // Empty the sequence first, so a load that fails half-way leaves it empty rather than inconsistent.
-    if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
-    try {
-      await sequence.loadStateFromFile(path, { acceptRisk: true });
-    } catch (cause) {
-      throw new ArmatureError("TRANSFER_FAILED", `llama.cpp could not load the KV state: ${(cause as Error).message}`, {
-        cause,
-        retryable: true,
-      });
-    } finally {
-      this.#emit(this.#tracker.update(slot.index, sequence.contextTokens));
-    }
-  }
-
   async *#run(
     slot: SequenceSlot,
     lane: SequenceLane,
@@ -425,7 +389,13 @@ export class LlamaCppEngine implements Engine {
     let reused: number;
     let lowerTierTokens = 0;
     if (imported?.format === "llamacpp-sequence-state") {
-      await this.#import(slot, tokens, imported.path, imported.fromToken);
+      const target = {
+        sequence,
+        kvbm: this.#kvbm,
+        blockSize: this.info.blockSize,
+        changed: (held: readonly number[]) => this.#emit(lane.tracker.update(slot.index, held)),
+      };
+      await importHandoff(target, tokens, imported.path, imported.fromToken);
       reused = tokens.length;
     } else {
       ({ reused, lowerTierTokens } = await this.#admit(slot, lane, tokens));

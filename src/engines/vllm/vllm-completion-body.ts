@@ -7,7 +7,8 @@ import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fi
  * returned (`return_token_ids`, vLLM ≥ 0.10). vLLM's sampling defaults are OpenAI's (top-k -1,
  * top-p 1, min-p 0, penalties off), so each field is mapped as asked and the rest left at them;
  * vLLM's own extensions (`min_tokens`, `stop_token_ids`, `repetition_penalty`, `ignore_eos`) pass
- * through. What armature does not map yet is refused by name. `transferParams`: the decode half of
+ * through; a LoRA adapter's request names the adapter as `model`. What armature does not map yet
+ * is refused by name. `transferParams`: the decode half of
  * a split request (vLLM's `kv_transfer_params`, as its prefill peer returned them).
  */
 export function vllmCompletionBody(
@@ -25,7 +26,8 @@ export function vllmCompletionBody(
   }
   const seed = samplingSeed(request);
   return {
-    model: servedModel,
+    // An adapter's request names the adapter as its model, as vLLM's clients do.
+    model: request.lora ?? servedModel,
     prompt: request.tokenIds,
     max_tokens: request.maxTokens,
     stream: true,

@@ -10,6 +10,7 @@ import {
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
+import { VllmAdapters } from "./vllm-adapters.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 /**
@@ -29,8 +30,11 @@ const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "
 export async function connectVllm(options: VllmEngineOptions): Promise<EngineServerEngine> {
   const url = engineUrl(options.url);
   await waitHealthy("vllm", url, options.startTimeoutMs ?? 60_000);
-  const models = (await getJson("vllm", url, "/v1/models")) as { data?: { id?: unknown; max_model_len?: unknown }[] };
-  const card = models.data?.[0];
+  const models = (await getJson("vllm", url, "/v1/models")) as {
+    data?: { id?: unknown; max_model_len?: unknown; parent?: unknown }[];
+  };
+  // The served model has no parent; its LoRA adapters name it as theirs.
+  const card = models.data?.find((entry) => entry.parent === undefined || entry.parent === null) ?? models.data?.[0];
   if (typeof card?.id !== "string")
     throw new ArmatureError("CONFIG_INVALID", `--engine-url ${url}: GET /v1/models lists no model; is it a vllm?`);
   const cache = await readCacheConfig(url);
@@ -61,6 +65,10 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
     url,
     info,
     dialect: vllmDialect(url, servedModel),
+    adapters: new VllmAdapters(
+      url,
+      (models.data ?? []).flatMap((entry) => (entry.parent === servedModel && typeof entry.id === "string" ? [entry.id] : [])),
+    ),
     slots: 256,
     healthIntervalMs: options.healthIntervalMs,
     readLoad: (at) => readVllmLoad(at, cache.blocks),
