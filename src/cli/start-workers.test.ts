@@ -117,3 +117,25 @@ test("sidecar flags out of place are refused by name before any engine is asked"
     await runtime.close();
   }
 });
+
+test("flags of another engine, and llama.cpp hardware flags that cannot be honoured, stop the workers' start naming the flag", async () => {
+  const runtime = createEmbeddedRuntime();
+  try {
+    for (const [argv, message] of [
+      [["--engine", "mocker", "--threads", "4"], /--threads is for --engine llamacpp; the mocker runs no llama\.cpp/],
+      [
+        ["--engine", "mocker", "--engine-url", "http://127.0.0.1:9"],
+        /--engine-url is for the engine servers \(--engine llama-server, vllm or sglang\); --engine mocker runs its model in this process/,
+      ],
+      [["--gpu", "off", "--gpu-layers", "max"], /--gpu-layers max: llama\.cpp runs on the CPU here \(--gpu off\)/],
+    ] as const) {
+      await assert.rejects(startWorkers(resolveServeOptions(argv, {}), runtime, silentLogger), {
+        code: "CONFIG_INVALID",
+        message,
+      });
+    }
+    assert.equal((await runtime.discovery.list()).length, 0, "no worker registered");
+  } finally {
+    await runtime.close();
+  }
+});

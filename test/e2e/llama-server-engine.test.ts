@@ -17,6 +17,7 @@ import { type LlamaServer, startLlamaServer } from "../helpers/llama-server.js";
 import { freePort } from "../helpers/nats-server.js";
 import { assertMatchesSchema, sseData } from "../helpers/openai-spec.js";
 import { qwen3TokenizerDir, writeTokenizerFolderOf } from "../helpers/tokenizer-folders.js";
+import { workersRefusal } from "../helpers/workers-refusal.js";
 
 // Two unmodified llama-servers (llama.cpp's own, built by npm test's pretest from the source in
 // node-llama-cpp) behind `armature serve --engine llama-server`, driven by the official openai
@@ -177,16 +178,11 @@ test("a llama-server killed mid-stream: the stream finishes on the other one, ev
   engines[engines.indexOf(victim)] = await startLlamaServer({ model, contextPerSlot: 2048 });
 });
 
+/** The refusal that stops `serve --engine llama-server ARGS`'s workers (in this process). */
 async function startFailure(args: readonly string[]): Promise<string> {
-  const error = await startServe(["--engine", "llama-server", ...args]).then(
-    async (s) => {
-      await s.stop();
-      return undefined;
-    },
-    (e: Error) => e,
-  );
-  assert.ok(error, `armature serve ${args.join(" ")} started`);
-  return error.message;
+  const message = await workersRefusal(["--engine", "llama-server", ...args]);
+  assert.notEqual(message, "started", `armature serve ${args.join(" ")} started`);
+  return message;
 }
 
 test("an engine URL that does not answer, or is not a llama-server, stops the start with a message naming it", async () => {

@@ -9,6 +9,7 @@ import { connectVllm, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type 
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeVllm, workerOf } from "../helpers/fake-engine-server.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
+import { workersRefusal } from "../helpers/workers-refusal.js";
 
 // `armature serve --engine vllm` in front of two vLLM test doubles (test/helpers/fake-engine-server.ts: its
 // OpenAI routes, /metrics and ZMQ KV event publisher with replay; no vLLM runs on these machines),
@@ -155,14 +156,7 @@ test("a --block-size other than vLLM's stops the start, naming both sizes", asyn
 });
 
 test("event endpoints that do not pair with the engine URLs, and a vllm worker without --model, are refused by name", async () => {
-  const refused = async (args: string[]) =>
-    startServe(args).then(
-      async (s) => {
-        await s.stop();
-        return "started";
-      },
-      (e: Error) => e.message,
-    );
+  const refused = workersRefusal;
   const [a, b] = engines as [FakeVllm, FakeVllm];
   assert.match(
     await refused([

@@ -71,24 +71,3 @@ test("a llama.cpp worker serves its KV block manager's metrics on --metrics-port
     assert.equal(await worker.stop("SIGTERM"), 0, worker.output());
   }
 });
-
-test("--metrics-port is refused by name where /metrics is on --port already, and a taken port stops a worker's start", async () => {
-  await assert.rejects(
-    startArmature(["serve", "--engine", "mocker", "--port", "0", "--metrics-port", "9100"]),
-    /--metrics-port is for armature worker: armature serve serves GET \/metrics on --port/,
-  );
-  await assert.rejects(
-    startArmature(["frontend", ...servers.flags, "--port", "0", "--metrics-port", "9100"]),
-    /--metrics-port is for armature worker/,
-  );
-  const port = await freePort();
-  const first = await startArmature(["worker", ...servers.flags, "--engine", "mocker", "--metrics-port", String(port)]);
-  try {
-    await assert.rejects(
-      startArmature(["worker", ...servers.flags, "--engine", "mocker", "--metrics-port", String(port)]),
-      new RegExp(`port ${port} on 127\\.0\\.0\\.1 is already in use; choose another with --metrics-port`),
-    );
-  } finally {
-    await first.stop();
-  }
-});
