@@ -100,7 +100,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
         ? await connectVllm({ ...common, ...publisher })
         : options.engine === "sglang"
           ? await connectSglang({ ...common, ...publisher, role })
-          : await connectLlamaServer(common);
+          : await connectLlamaServer({ ...common, loras: options.loras });
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing });
     } catch (error) {
@@ -110,6 +110,13 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
   };
   try {
     for (const [index, url] of allUrls.entries()) workers.push(await connect(url, index, roles[index] as WorkerRole));
+    const unserved = options.loras.find((lora) => !workers.some((w) => w.card.loras?.includes(lora.name)));
+    if (unserved) {
+      throw new ArmatureError(
+        "CONFIG_INVALID",
+        `--lora ${unserved.name}=${unserved.path}: no llama-server at --engine-url loaded that adapter (GET /lora-adapters); start one with --lora ${unserved.path}`,
+      );
+    }
   } catch (error) {
     await Promise.all(workers.map((w) => w.close(0)));
     await tracing.close();

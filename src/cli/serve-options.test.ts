@@ -187,8 +187,15 @@ test("--lora takes NAME=PATH for llama.cpp with one model; other engines, severa
     { name: "sql", path: "/a/b=c.gguf" },
   ]);
   assert.equal(o.maxLoras, 2);
+  // llama-server: names for the adapters it loaded itself.
+  assert.deepEqual(resolveServeOptions(["--engine", "llama-server", "--lora", "a=/x.gguf"], {}).loras, [
+    { name: "a", path: "/x.gguf" },
+  ]);
   for (const [argv, message] of [
-    [["--engine", "mocker", "--lora", "a=/x"], /^--lora \(ARMATURE_LORA\) is for --engine llamacpp; the mocker runs no adapters/],
+    [
+      ["--engine", "mocker", "--lora", "a=/x"],
+      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp and llama-server; the mocker runs no adapters/,
+    ],
     [
       ["--engine", "vllm", "--max-loras", "2"],
       /^--max-loras \(ARMATURE_MAX_LORAS\) is for --engine llamacpp; vllm loads its adapters itself/,

@@ -442,13 +442,23 @@ function loraOptions(
   models: readonly string[],
   engine: string,
 ): Pick<ServeOptions, "loras" | "maxLoras"> {
-  if (engine !== "llamacpp" && (given.length > 0 || maxLoras !== undefined)) {
-    const flag = given.length > 0 ? "lora" : "max-loras";
+  const loraEngines = ["llamacpp", "llama-server"];
+  const refused =
+    maxLoras !== undefined && engine !== "llamacpp"
+      ? "max-loras"
+      : given.length > 0 && !loraEngines.includes(engine)
+        ? "lora"
+        : undefined;
+  if (refused !== undefined) {
     throw configError(
-      flag,
-      isEngineServer(engine)
-        ? `is for --engine llamacpp; ${engine} loads its adapters itself (its own flags, or POST /v1/load_lora_adapter to it)`
-        : `is for --engine llamacpp; the mocker runs no adapters`,
+      refused,
+      `is for --engine ${refused === "lora" ? "llamacpp and llama-server" : "llamacpp"}; ${
+        engine === "mocker"
+          ? "the mocker runs no adapters"
+          : engine === "llama-server"
+            ? "llama-server applies one adapter per request and holds all it loaded"
+            : `${engine} loads its adapters itself (its own flags, or POST /v1/load_lora_adapter to it)`
+      }`,
     );
   }
   if (given.length > 0 && models.length > 1) {

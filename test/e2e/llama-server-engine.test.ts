@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import {
+  buildTinyLora,
   buildTinyModel,
   connectLlamaServer,
   ensureTinyModel,
@@ -24,16 +25,21 @@ import { workersRefusal } from "../helpers/workers-refusal.js";
 // client; the reference for every token is the same request sent to llama-server directly.
 
 let model: string;
+let seaPath: string;
 let engines: LlamaServer[];
 let server: ServeProcess;
 let client: OpenAI;
 const MODEL = "armature-tiny-v2";
 
 before(async () => {
-  model = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-llama-server-")));
+  const dir = await mkdtemp(join(tmpdir(), "armature-llama-server-"));
+  model = await ensureTinyModel(dir);
+  // The second llama-server loads the tiny model's adapter, served by its file's name: `sea`.
+  seaPath = join(dir, "sea.gguf");
+  await writeFile(seaPath, buildTinyLora());
   engines = await Promise.all([
     startLlamaServer({ model, contextPerSlot: 2048 }),
-    startLlamaServer({ model, contextPerSlot: 2048 }),
+    startLlamaServer({ model, contextPerSlot: 2048, loras: [seaPath] }),
   ]);
   server = await startServe([
     "--engine",
@@ -132,6 +138,47 @@ async function predictedTokens(engine: LlamaServer): Promise<number> {
   assert.ok(match, text);
   return Number(match[1]);
 }
+
+test("a LoRA adapter llama-server loaded is served by name on that server only, as llama-server applies it itself", async () => {
+  const listed = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
+  assert.deepEqual(
+    listed.map((m) => [m.id, m.parent]),
+    [
+      [MODEL, null],
+      ["sea", MODEL],
+    ],
+  );
+  const tokenizer = await loadTokenizer({ kind: "gguf", path: model });
+  const prompt = tokenizer.encode("The harbour at night");
+  const { data, response } = await client.completions
+    .create({ model: "sea", prompt, max_tokens: 8, temperature: 0 })
+    .withResponse();
+  const health = (await (await fetch(`${server.url}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
+  const servedBy = health.instances.find((i) => i.id === response.headers.get("x-armature-worker"))?.engine_url;
+  assert.equal(servedBy, engines[1]?.url, "only the server that loaded the adapter serves it");
+  // The reference: llama-server's own answer with its adapter turned on for the request.
+  const reference = await fetch(`${engines[1]?.url}/completion`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt, n_predict: 8, temperature: 0, cache_prompt: false, lora: [{ id: 0, scale: 1 }] }),
+  });
+  const expected = ((await reference.json()) as { content: string }).content;
+  assert.equal(expected, " sea".repeat(8));
+  assert.equal(data.choices[0]?.text, expected);
+  assert.match(
+    await workersRefusal([
+      "--engine",
+      "llama-server",
+      "--engine-url",
+      engines[0]?.url as string,
+      "--model",
+      model,
+      "--lora",
+      `sea=${seaPath}`,
+    ]),
+    /--lora sea=\S+sea\.gguf: no llama-server at --engine-url loaded that adapter/,
+  );
+});
 
 test("a llama-server killed mid-stream: the stream finishes on the other one, every token counted once", async () => {
   const before = await Promise.all(engines.map(predictedTokens));

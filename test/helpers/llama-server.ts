@@ -30,6 +30,8 @@ export interface LlamaServerSettings {
   readonly contextPerSlot?: number;
   /** CPU threads (`--threads` and `--threads-batch`). Default 1. */
   readonly threads?: number;
+  /** LoRA adapter GGUFs (`--lora`), loaded without applying them (`--lora-init-without-apply`): a request turns one on. */
+  readonly loras?: readonly string[];
 }
 
 /**
@@ -67,6 +69,8 @@ async function startOn(port: number, settings: LlamaServerSettings): Promise<Lla
     "--metrics",
     "--no-webui",
     "--no-kv-unified",
+    ...(settings.loras ?? []).flatMap((path) => ["--lora", path]),
+    ...(settings.loras?.length ? ["--lora-init-without-apply"] : []),
   ];
   const child = spawn(llamaServerBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";

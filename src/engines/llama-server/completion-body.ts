@@ -1,16 +1,18 @@
 import { randomInt } from "node:crypto";
 import { schemaGbnf } from "../../grammar/index.js";
 import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
+import { type LlamaServerAdapter, loraScales } from "./llama-server-adapters.js";
 
 /**
  * The body of llama-server's `POST /completion` for a generate request: the prompt as token ids
  * (so llama-server adds no BOS and tokenizes nothing), streamed, the slot's cache reused
  * (`cache_prompt`), token ids returned. Every sampler llama-server would otherwise apply by its own
  * defaults (top-k 40, top-p 0.95, min-p 0.05, DRY, XTC, a repeat penalty in older builds) is set
- * to what the request asked or to off, so the tokens are what an OpenAI request means. What
+ * to what the request asked or to off, so the tokens are what an OpenAI request means; where
+ * llama-server loaded LoRA adapters, the request's (or none) is set by `lora`. What
  * llama-server cannot do is refused by name before anything is sent.
  */
-export function completionBody(request: GenerateRequest): Record<string, unknown> {
+export function completionBody(request: GenerateRequest, adapters: readonly LlamaServerAdapter[] = []): Record<string, unknown> {
   refuseUnsupported(request);
   const { sampling } = request;
   const sampled = sampling.temperature > 0;
@@ -42,6 +44,8 @@ export function completionBody(request: GenerateRequest): Record<string, unknown
     ...(request.constraint?.type === "json_schema" ? { grammar: schemaGbnf(request.constraint.schema) } : {}),
     ...(request.constraint?.type === "grammar" ? { grammar: request.constraint.gbnf } : {}),
     ...(request.constraint?.type === "json_object" ? { json_schema: {} } : {}),
+    // With adapters loaded, each request says which runs: the one it names, or none.
+    ...(adapters.length > 0 ? { lora: loraScales(adapters, request.lora) } : {}),
   };
 }
 

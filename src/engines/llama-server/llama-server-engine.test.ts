@@ -114,6 +114,8 @@ before(async () => {
     } else if (req.url === "/props") {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ total_slots: 2, default_generation_settings: { n_ctx: 512 }, chat_template: "" }));
+    } else if (req.url === "/lora-adapters") {
+      res.writeHead(200, { "content-type": "application/json" }).end("[]");
     } else if (req.url === "/tokenize") {
       res.writeHead(200, { "content-type": "application/json" }).end('{"tokens":[4,5,6]}');
     } else {
@@ -301,4 +303,20 @@ test("llama-server's /metrics gauges become the worker's load: what it runs and 
   ].join("\n");
   assert.deepEqual(parseLlamaServerMetrics(text), { activeRequests: 3, waitingRequests: 2 });
   assert.deepEqual(parseLlamaServerMetrics("no metrics here"), {});
+});
+
+test("with adapters loaded, each request sets llama-server's per-request lora scales: its adapter on, the others off", () => {
+  const adapters = [
+    { name: "sea", id: 0 },
+    { name: "sql", id: 1 },
+  ];
+  assert.deepEqual(completionBody(generateRequest({ lora: "sql" }), adapters).lora, [
+    { id: 0, scale: 0 },
+    { id: 1, scale: 1 },
+  ]);
+  assert.deepEqual(completionBody(generateRequest(), adapters).lora, [
+    { id: 0, scale: 0 },
+    { id: 1, scale: 0 },
+  ]);
+  assert.equal("lora" in completionBody(generateRequest()), false, "no adapters: llama-server's defaults, no field");
 });

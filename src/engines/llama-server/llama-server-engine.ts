@@ -5,9 +5,13 @@ import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/e
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { completionBody } from "./completion-body.js";
+import { fixedAdapters, readLlamaServerAdapters } from "./llama-server-adapters.js";
 
 /** llama-server's address (`--engine-url`); `blockSize`: the router's approximate index's (default 16). */
-export type LlamaServerEngineOptions = EngineServerConnection;
+export interface LlamaServerEngineOptions extends EngineServerConnection {
+  /** `--lora NAME=PATH`: names for the adapters llama-server loaded (default: their files' names). */
+  readonly loras?: readonly { readonly name: string; readonly path: string }[] | undefined;
+}
 
 /**
  * An unmodified llama.cpp `llama-server` (docs/engines.md): the prompt goes to `/completion` as
@@ -27,6 +31,7 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
   }));
   const blockSize = options.blockSize ?? 16;
   const { tokenizer } = options;
+  const adapters = await readLlamaServerAdapters(url, options.loras ?? []);
   const info: EngineInfo = {
     kind: "llama-server",
     backend: "llama-server",
@@ -45,10 +50,11 @@ export async function connectLlamaServer(options: LlamaServerEngineOptions): Pro
     info,
     slots: props.slots,
     healthIntervalMs: options.healthIntervalMs,
+    adapters: fixedAdapters(adapters),
     dialect: {
       kind: "llama-server",
       path: "/completion",
-      body: completionBody,
+      body: (request) => completionBody(request, adapters),
       parse: (data) => parseLlamaServerChunk(url, data),
     },
   });
