@@ -4,6 +4,7 @@ import { CHATML_TEMPLATE, loadTokenizer, processTokenizerBundle, type Tokenizer 
 import { ArmatureError, type ModelCard } from "../protocol/index.js";
 import type { WorkerSet } from "../router/index.js";
 import type { ChatMessage } from "./requests/chat-request.js";
+import { BOUNDED_RANGE, boundedRange, boundRangeCalls } from "./template-range.js";
 import type { TokenizerFetcher } from "./tokenizer-fetch.js";
 import { type FunctionTool, templateToolCalls, templateTools } from "./tool-calls/index.js";
 
@@ -23,7 +24,7 @@ export class ModelPipeline {
     this.card = card;
     this.tokenizer = tokenizer;
     this.lora = lora;
-    this.#template = template ?? new Template(card.chatTemplate ?? CHATML_TEMPLATE);
+    this.#template = template ?? boundRangeCalls(new Template(card.chatTemplate ?? CHATML_TEMPLATE));
   }
 
   /** The same pipeline for requests that run with adapter `lora`. */
@@ -53,8 +54,11 @@ export class ModelPipeline {
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.card.bosToken ?? "",
         eos_token: this.card.eosToken ?? "",
+        // The template comes from a worker's card: its own loops are bounded (see `boundedRange`).
+        [BOUNDED_RANGE]: boundedRange(),
       });
     } catch (cause) {
+      if (cause instanceof ArmatureError) throw cause;
       throw new ArmatureError(
         "REQUEST_INVALID",
         `the model's chat template rejected these messages: ${(cause as Error).message}`,
