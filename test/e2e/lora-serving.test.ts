@@ -88,6 +88,22 @@ test("the adapter is listed with its parent, and naming it as the model changes 
   assert.doesNotMatch(base.text, /^( sea)+$/);
   const completion = await client.completions.create({ model: "sea", prompt: "The harbour", max_tokens: 3, temperature: 0 });
   assert.equal(completion.choices[0]?.text, " sea sea sea");
+  // Operators see the adapters per worker, and the adapter's traffic under its own name.
+  const fleet = (await (await fetch(`${server.url}/v1/fleet`)).json()) as { workers: { loras: { served: string[] } }[] };
+  assert.deepEqual(
+    fleet.workers.map((w) => w.loras.served),
+    [["sea"], ["sea"]],
+  );
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  assert.match(
+    metrics,
+    /armature_frontend_requests_total\{model="sea",endpoint="chat_completions",[^}]*status="success"[^}]*\} 1/,
+  );
+  assert.match(metrics, /armature_frontend_requests_total\{model="sea",endpoint="completions",[^}]*status="success"[^}]*\} 1/);
+  assert.match(
+    metrics,
+    /armature_frontend_requests_total\{model="tiny",endpoint="chat_completions",[^}]*status="success"[^}]*\} 1/,
+  );
 });
 
 test("the adapter's cached prompt draws its next request to the same worker, and does not count for the base model", async () => {

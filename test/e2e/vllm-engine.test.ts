@@ -124,6 +124,20 @@ test("vLLM's LoRA adapters: listed with their parent, requested by name on the s
     (await client.models.list()).data.map((m) => m.id),
     [MODEL, "sql"],
   );
+  // One vLLM got the adapter from another client already: its "already loaded" is what was asked.
+  await fetch(`${engines[1]?.url}/v1/load_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "direct", lora_path: "/adapters/direct" }),
+  });
+  const both = await fetch(`${server.url}/v1/load_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "direct", lora_path: "/adapters/direct" }),
+  });
+  assert.equal(both.status, 200, await both.text());
+  const health = (await (await fetch(`${server.url}/v1/fleet`)).json()) as { workers: { loras: { served: string[] } }[] };
+  assert.ok(health.workers.every((w) => w.loras.served.includes("direct")));
 });
 
 test("a batch the subscriber missed is fetched from the replay socket at the next one", async () => {

@@ -62,6 +62,8 @@ export class VllmAdapters implements EngineAdapters {
     }
     if (response.ok) return;
     const error = await engineHttpError("vllm", this.#url, response);
+    // vLLM already holding the name (loaded before this worker started, say) is what was asked.
+    if (path === "/v1/load_lora_adapter" && response.status === 400 && /has already been loaded/.test(error.message)) return;
     // vLLM refuses a path it cannot load, or serves no such route without runtime LoRA updating.
     throw new ArmatureError(response.status < 500 ? "REQUEST_INVALID" : "ENGINE_FAILED", `${flag}: ${error.message}`, {
       cause: error,

@@ -16,6 +16,8 @@ export interface FleetWorker {
   readonly backend: string | null;
   /** The engine server a sidecar worker drives; null for engines in the worker's process. */
   readonly engineUrl: string | null;
+  /** LoRA adapters it serves, and of those the ones loaded now (as it last published; null: it does not say). */
+  readonly loras: { readonly served: readonly string[]; readonly resident: readonly string[] | null };
   /**
    * `busy`: over a busy threshold (new requests wait for another worker); `ready`: takes requests;
    * `unreported`: it has not published its load yet.
@@ -184,6 +186,7 @@ function fleetWorker(w: WorkerView, router: Router, indexer: KvIndexer | undefin
     engine: w.card.engine,
     backend: w.card.backend ?? null,
     engineUrl: w.card.engineUrl ?? null,
+    loras: { served: w.card.loras ?? [], resident: load?.residentLoras ?? null },
     state: load === undefined ? "unreported" : router.isBusy(w) ? "busy" : "ready",
     requestsInFlight: w.inflight,
     activeRequests: load?.activeRequests ?? null,

@@ -133,7 +133,8 @@ export async function serveGeneration<
     stream = params.stream;
     deps.trace?.begin({ "armature.request_id": requestId, "armature.endpoint": endpoint, "gen_ai.request.model": params.model });
     const pipeline = await deps.pipelines.get(params.model);
-    timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
+    // An adapter's requests are counted under its name (a served name, as the model's is).
+    timer = deps.metrics.startRequest(pipeline.lora ?? pipeline.card.name, arrivedAt);
     const prepared = await api.prepare(request, pipeline);
     const tokenIds = prepared.tokenIds;
     const input: GenerationInput = {

@@ -73,7 +73,7 @@
       row.dataset.workerId = w.id;
       cell(row, w.id, "worker-id");
       cell(row, w.role);
-      cell(row, w.model);
+      cell(row, w.loras.served.length > 0 ? `${w.model} + ${w.loras.served.join(", ")}` : w.model);
       cell(row, [w.engine, w.engineUrl ?? (w.backend !== w.engine ? w.backend : null)].filter(Boolean).join(" · "));
       cell(row, w.state, `state-${w.state}`);
       cell(row, String(w.requestsInFlight));
