@@ -99,7 +99,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       options.engine === "vllm"
         ? await connectVllm({ ...common, ...publisher })
         : options.engine === "sglang"
-          ? await connectSglang({ ...common, ...publisher, role })
+          ? await connectSglang({ ...common, ...publisher, role, loras: options.loras })
           : await connectLlamaServer({ ...common, loras: options.loras });
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing });
@@ -114,7 +114,9 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
     if (unserved) {
       throw new ArmatureError(
         "CONFIG_INVALID",
-        `--lora ${unserved.name}=${unserved.path}: no llama-server at --engine-url loaded that adapter (GET /lora-adapters); start one with --lora ${unserved.path}`,
+        options.engine === "sglang"
+          ? `--lora ${unserved.name}=${unserved.path}: no sglang at --engine-url serves an adapter named ${unserved.name}; start one with --lora-paths ${unserved.name}=${unserved.path}`
+          : `--lora ${unserved.name}=${unserved.path}: no llama-server at --engine-url loaded that adapter (GET /lora-adapters); start one with --lora ${unserved.path}`,
       );
     }
   } catch (error) {

@@ -187,14 +187,18 @@ test("--lora takes NAME=PATH for llama.cpp with one model; other engines, severa
     { name: "sql", path: "/a/b=c.gguf" },
   ]);
   assert.equal(o.maxLoras, 2);
-  // llama-server: names for the adapters it loaded itself.
+  // llama-server and sglang: names for the adapters the engine loaded itself.
   assert.deepEqual(resolveServeOptions(["--engine", "llama-server", "--lora", "a=/x.gguf"], {}).loras, [
     { name: "a", path: "/x.gguf" },
   ]);
   for (const [argv, message] of [
     [
       ["--engine", "mocker", "--lora", "a=/x"],
-      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp and llama-server; the mocker runs no adapters/,
+      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server and sglang; the mocker runs no adapters/,
+    ],
+    [
+      ["--engine", "vllm", "--lora", "a=/x"],
+      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server and sglang; vllm loads its adapters itself/,
     ],
     [
       ["--engine", "vllm", "--max-loras", "2"],

@@ -442,7 +442,7 @@ function loraOptions(
   models: readonly string[],
   engine: string,
 ): Pick<ServeOptions, "loras" | "maxLoras"> {
-  const loraEngines = ["llamacpp", "llama-server"];
+  const loraEngines = ["llamacpp", "llama-server", "sglang"];
   const refused =
     maxLoras !== undefined && engine !== "llamacpp"
       ? "max-loras"
@@ -452,7 +452,7 @@ function loraOptions(
   if (refused !== undefined) {
     throw configError(
       refused,
-      `is for --engine ${refused === "lora" ? "llamacpp and llama-server" : "llamacpp"}; ${
+      `is for --engine ${refused === "lora" ? "llamacpp, llama-server and sglang" : "llamacpp"}; ${
         engine === "mocker"
           ? "the mocker runs no adapters"
           : engine === "llama-server"

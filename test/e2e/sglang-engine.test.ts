@@ -9,6 +9,7 @@ import { connectSglang, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, typ
 import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeSglang, workerOf } from "../helpers/fake-engine-server.js";
+import { workersRefusal } from "../helpers/workers-refusal.js";
 
 // `armature serve --engine sglang` in front of two SGLang test doubles (test/helpers/fake-engine-server.ts:
 // native /generate, /server_info, /tokenize, /metrics, and the ZMQ KV event publisher with replay;
@@ -27,8 +28,9 @@ before(async () => {
   model = await ensureTinyModel(await mkdtemp(join(tmpdir(), "armature-sglang-")));
   tokenizer = await loadTokenizer({ kind: "gguf", path: model });
   const tokenize = (text: string) => tokenizer.encode(text, { special: true });
-  engines = [await startFakeSglang({ tokenize }), await startFakeSglang({ tokenize, incremental: true })];
-  const args = ["--engine", "sglang", "--model", model];
+  // The first SGLang loaded the adapter `sql` at its start (--lora-paths sql=…); the other did not.
+  engines = [await startFakeSglang({ tokenize, loras: ["sql"] }), await startFakeSglang({ tokenize, incremental: true })];
+  const args = ["--engine", "sglang", "--model", model, "--lora", "sql=/adapters/sql"];
   for (const e of engines) {
     args.push("--engine-url", e.url, "--kv-events-endpoint", e.eventsEndpoint, "--kv-events-replay-endpoint", e.replayEndpoint);
   }
@@ -79,6 +81,59 @@ for (const index of [0, 1]) {
     assert.equal(text, tokenizer.decode(expectedTokens(prompt, 12)));
   });
 }
+
+test("SGLang's LoRA adapters: named by --lora where SGLang serves them, sent as lora_path, keyed by their seed, loaded at run time", async () => {
+  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
+  assert.deepEqual(
+    models.map((m) => [m.id, m.parent]),
+    [
+      [MODEL, null],
+      ["sql", MODEL],
+    ],
+  );
+  const prompt = freshPrompt(3);
+  const first = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(first.response.headers.get("x-armature-worker"), await workerOf(server.url, engines[0] as FakeVllm));
+  assert.equal(engines[0]?.bodies.at(-1)?.lora_path, "sql");
+  await new Promise((r) => setTimeout(r, 200));
+  const again = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(again.response.headers.get("x-armature-overlap-blocks"), "3");
+  const base = await client.completions.create({ model: MODEL, prompt, max_tokens: 2, temperature: 0 }).withResponse();
+  assert.equal(base.response.headers.get("x-armature-overlap-blocks"), "0");
+  const baseWorker = base.response.headers.get("x-armature-worker");
+  const baseEngine = engines[(await workerOf(server.url, engines[0] as FakeVllm)) === baseWorker ? 0 : 1];
+  assert.equal("lora_path" in (baseEngine?.bodies.at(-1) ?? {}), false, "a base-model request names no adapter");
+
+  const load = await fetch(`${server.url}/v1/load_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "chat", lora_path: "/adapters/chat" }),
+  });
+  assert.equal(await load.text(), "Success: LoRA adapter 'chat' added successfully.");
+  for (const engine of engines)
+    assert.deepEqual(engine.loraCalls.at(-1), { route: "/load_lora_adapter", lora_name: "chat", lora_path: "/adapters/chat" });
+  assert.equal((await client.completions.create({ model: "chat", prompt: freshPrompt(1), max_tokens: 1 })).model, "chat");
+  const unload = await fetch(`${server.url}/v1/unload_lora_adapter`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ lora_name: "chat" }),
+  });
+  assert.equal(unload.status, 200);
+  // A name no SGLang serves stops the start.
+  assert.match(
+    await workersRefusal([
+      "--engine",
+      "sglang",
+      "--model",
+      model,
+      "--engine-url",
+      engines[1]?.url as string,
+      "--lora",
+      "sql=/adapters/sql",
+    ]),
+    /--lora sql=\/adapters\/sql: no sglang at --engine-url serves an adapter named sql/,
+  );
+});
 
 test("a batch the subscriber missed is fetched from the replay socket at the next one", async () => {
   const engine = engines[1] as FakeVllm;

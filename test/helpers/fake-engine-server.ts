@@ -33,7 +33,7 @@ export interface FakeVllm {
   readonly pulls: number;
   /** The bodies of the generation calls it received (`/v1/completions`, `/generate`), oldest first. */
   readonly bodies: readonly Record<string, unknown>[];
-  /** vllm: the bodies of `POST /v1/load_lora_adapter` and `/v1/unload_lora_adapter`, with `route`. */
+  /** The bodies of its adapter loads and unloads (vLLM's `/v1/…_lora_adapter`, SGLang's `/…_lora_adapter`), with `route`. */
   readonly loraCalls: readonly Record<string, unknown>[];
   readonly eventsEndpoint: string;
   readonly replayEndpoint: string;
@@ -56,7 +56,7 @@ export interface FakeVllmSettings {
   readonly blockSize?: number;
   readonly form?: "array" | "map";
   readonly servedModel?: string;
-  /** vllm: LoRA adapters served from the start (`--lora-modules`), listed in `/v1/models` with their parent. */
+  /** LoRA adapters served from the start (vLLM's `--lora-modules`, listed in `/v1/models` with their parent; SGLang's `--lora-paths`). */
   readonly loras?: readonly string[];
   readonly vocabSize?: number;
   /**
@@ -267,6 +267,11 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     const body = await read(req);
     bodies.push(body);
     const prompt = body.input_ids as number[];
+    const lora = typeof body.lora_path === "string" ? body.lora_path : null;
+    if (lora !== null && !adapters.has(lora)) {
+      json(res, 400, { error: { message: `LoRA adapter ${lora} is not loaded` } });
+      return true;
+    }
     const maxTokens = Number((body.sampling_params as { max_new_tokens?: unknown }).max_new_tokens);
     const mode = settings.disaggregationMode ?? "null";
     if (mode !== "null") {
@@ -297,7 +302,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       pulls++;
     }
     running++;
-    const cached = await admit(prompt);
+    const cached = await admit(prompt, lora);
     res.writeHead(200, { "content-type": "text/event-stream" });
     let last = prompt.at(-1) ?? 0;
     let closed = false;
@@ -332,30 +337,42 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     if (req.url === "/health") return void res.writeHead(200).end();
     if (req.url === "/v1/models") {
       const base = { id: served, object: "model", owned_by: api, root: served, parent: null, max_model_len: 4096 };
-      const loras = [...adapters].map((id) => ({ id, object: "model", owned_by: api, root: `/adapters/${id}`, parent: served }));
+      // vLLM lists its adapters with their parent; SGLang lists the model only.
+      const listed = api === "vllm" ? [...adapters] : [];
+      const loras = listed.map((id) => ({ id, object: "model", owned_by: api, root: `/adapters/${id}`, parent: served }));
       return json(res, 200, { object: "list", data: [base, ...loras] });
     }
-    if ((req.url === "/v1/load_lora_adapter" || req.url === "/v1/unload_lora_adapter") && api === "vllm") {
+    const adapterRoutes =
+      api === "vllm" ? ["/v1/load_lora_adapter", "/v1/unload_lora_adapter"] : ["/load_lora_adapter", "/unload_lora_adapter"];
+    if (adapterRoutes.includes(req.url ?? "")) {
       const body = await read(req);
       const name = String(body.lora_name);
       loraCalls.push({ route: req.url, ...body });
-      if (req.url === "/v1/load_lora_adapter") {
-        if (adapters.has(name)) {
-          return json(res, 400, {
-            error: { message: `The lora adapter '${name}' has already been loaded.`, type: "InvalidUserInput", code: 400 },
-          });
-        }
-        adapters.add(name);
-        res.writeHead(200, { "content-type": "text/plain" });
-        return void res.end(`Success: LoRA adapter '${name}' added successfully.`);
+      const loading = req.url === adapterRoutes[0];
+      const refusal = loading
+        ? adapters.has(name)
+          ? { status: 400, message: `The lora adapter '${name}' has already been loaded.` }
+          : undefined
+        : adapters.has(name)
+          ? undefined
+          : { status: 404, message: `The lora adapter '${name}' cannot be found.` };
+      if (!refusal) {
+        if (loading) adapters.add(name);
+        else adapters.delete(name);
       }
-      if (!adapters.delete(name)) {
-        return json(res, 404, {
-          error: { message: `The lora adapter '${name}' cannot be found.`, type: "NotFoundError", code: 404 },
+      // SGLang answers {success, error_message, loaded_adapters}; vLLM a line of text, or an OpenAI error.
+      if (api === "sglang") {
+        const loaded = Object.fromEntries([...adapters].map((a) => [a, `/adapters/${a}`]));
+        return json(res, refusal ? 400 : 200, {
+          success: !refusal,
+          error_message: refusal?.message ?? "",
+          loaded_adapters: loaded,
         });
       }
+      if (refusal)
+        return json(res, refusal.status, { error: { message: refusal.message, type: "BadRequestError", code: refusal.status } });
       res.writeHead(200, { "content-type": "text/plain" });
-      return void res.end(`Success: LoRA adapter '${name}' removed successfully.`);
+      return void res.end(`Success: LoRA adapter '${name}' ${loading ? "added" : "removed"} successfully.`);
     }
     if (req.url === "/tokenize" && req.method === "POST") {
       const body = await read(req);

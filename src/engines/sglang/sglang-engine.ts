@@ -10,6 +10,7 @@ import {
 } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
+import { ServerAdapters, SGLANG_ADAPTER_ROUTES } from "../engine-server/server-adapters.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
 import { sglangGenerateBody } from "./sglang-generate-body.js";
 
@@ -23,6 +24,8 @@ export interface SglangEngineOptions extends EngineServerConnection, EngineKvEve
    * (`--disaggregation-mode`), `aggregated` one started without. Default aggregated.
    */
   readonly role?: WorkerRole | undefined;
+  /** `--lora NAME=PATH`: adapters SGLang may have loaded at its start (its `--lora-paths NAME=PATH`); those it serves are the worker's. */
+  readonly loras?: readonly { readonly name: string; readonly path: string }[] | undefined;
 }
 
 /** What the worker reads of SGLang's server arguments and state. */
@@ -97,9 +100,29 @@ export async function connectSglang(options: SglangEngineOptions): Promise<Engin
     slots: server.maxRunning,
     healthIntervalMs: options.healthIntervalMs,
     readLoad: (at) => readSglangLoad(at, totalBlocks),
+    adapters: new ServerAdapters(url, SGLANG_ADAPTER_ROUTES, await servedAdapters(url, options.loras ?? [])),
   });
   engine.followKvEvents(options, server.pageSize);
   return engine;
+}
+
+/**
+ * Of the names `--lora` gives, those the SGLang at `url` serves, each checked with a one-token greedy
+ * request naming it (SGLang lists no adapters); the caller refuses a name no server serves.
+ */
+async function servedAdapters(url: string, loras: readonly { readonly name: string }[]): Promise<string[]> {
+  const served: string[] = [];
+  for (const { name } of loras) {
+    const response = await fetch(`${url}/generate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input_ids: [0], sampling_params: { max_new_tokens: 1, temperature: 0 }, lora_path: name }),
+      signal: AbortSignal.timeout(30_000),
+    }).catch(() => undefined);
+    if (response?.ok) served.push(name);
+    await response?.body?.cancel();
+  }
+  return served;
 }
 
 /**

@@ -6,7 +6,8 @@ import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fi
  * (`input_ids`: no chat template, no special tokens added), streamed, the request id as SGLang's
  * `rid`. SGLang's sampling defaults are top-k -1, top-p 1, min-p 0 and penalties off (its
  * `SamplingParams`), so each field is mapped as asked and the rest left at them; greedy is
- * temperature 0. What armature does not map yet is refused by name.
+ * temperature 0; a LoRA adapter's request names it in `lora_path`. What armature does not map yet
+ * is refused by name.
  */
 export function sglangGenerateBody(request: GenerateRequest): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read SGLang's log-probabilities yet");
@@ -22,6 +23,8 @@ export function sglangGenerateBody(request: GenerateRequest): Record<string, unk
     input_ids: request.tokenIds,
     rid: request.requestId,
     stream: true,
+    // An adapter's request names it as SGLang's `lora_path` (an adapter name it loaded).
+    ...(request.lora === undefined ? {} : { lora_path: request.lora }),
     sampling_params: {
       max_new_tokens: request.maxTokens,
       ...sharedSamplingFields(request),

@@ -9,8 +9,8 @@ import {
 } from "../engine-server/engine-server-engine.js";
 import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
+import { ServerAdapters, VLLM_ADAPTER_ROUTES } from "../engine-server/server-adapters.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
-import { VllmAdapters } from "./vllm-adapters.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 /**
@@ -65,8 +65,9 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
     url,
     info,
     dialect: vllmDialect(url, servedModel),
-    adapters: new VllmAdapters(
+    adapters: new ServerAdapters(
       url,
+      VLLM_ADAPTER_ROUTES,
       (models.data ?? []).flatMap((entry) => (entry.parent === servedModel && typeof entry.id === "string" ? [entry.id] : [])),
     ),
     slots: 256,
