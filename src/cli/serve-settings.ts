@@ -166,7 +166,7 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     multiple: true,
     env: "ARMATURE_LORA",
-    help: "llamacpp: NAME=PATH, a LoRA adapter GGUF each worker serves beside the model; llama-server: the name of the adapter it loaded from PATH (default: the file's name); clients name it as their model (repeatable; one --model only)",
+    help: "llamacpp: NAME=PATH, a LoRA adapter GGUF each worker serves beside the model; llama-server: the name of the adapter it loaded from PATH (default: the file's name); sglang: the name of one it loaded (--lora-paths NAME=PATH); clients name it as their model (repeatable; one --model only)",
   },
   "max-loras": {
     type: "integer",
