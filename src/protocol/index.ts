@@ -62,7 +62,7 @@ export {
   wireTraceContextSchema,
   workerLoadSchema,
 } from "./message-schemas.js";
-export type { ModelCard, TokenizerSource, WorkerRole } from "./model-card.js";
+export type { ModelCard, ModelKind, TokenizerSource, WorkerRole } from "./model-card.js";
 export type { RouteAnswer, RouteQuery } from "./route-query.js";
 export type { Schema } from "./schema.js";
 export { MessageInvalidError } from "./schema.js";

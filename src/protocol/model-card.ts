@@ -1,3 +1,6 @@
+/** A kind of work a model serves, as `GET /v1/models` lists it. */
+export type ModelKind = "chat" | "embeddings";
+
 /** The role a worker plays in serving a request. */
 export type WorkerRole = "aggregated" | "prefill" | "decode";
 
@@ -49,6 +52,11 @@ export interface ModelCard {
   readonly publishesKvEvents: boolean;
   /** Bytes of KV cache per token, what a disaggregated handoff moves per prompt token. */
   readonly kvBytesPerToken?: number | undefined;
+  /**
+   * What the model serves: `chat` (chat, completions and the other generating routes) and, where
+   * the engine computes them, `embeddings`. Absent (a worker before this field): `chat`.
+   */
+  readonly kinds?: readonly ModelKind[] | undefined;
   /** LoRA adapters the worker serves beside the model (clients name one as their `model`). */
   readonly loras?: readonly string[] | undefined;
 }

@@ -62,6 +62,7 @@ test("a request for an adapter goes only to workers whose card lists it, also af
   };
   try {
     assert.deepEqual(router.workers.adapters(), new Map([["sea", "m"]]));
+    assert.deepEqual(workers[0]?.card.kinds, ["chat"], "the mocker computes no embeddings");
     const seaWorkers = new Set([await servedBy("sea"), await servedBy("sea"), await servedBy("sea")]);
     assert.deepEqual([...seaWorkers], ["w1"]);
     assert.deepEqual(new Set([await servedBy(), await servedBy()]), new Set(["w1", "w2"]), "the base model runs on both");

@@ -1,9 +1,10 @@
 import type { Engine } from "../engines/index.js";
-import type { ModelCard, WorkerRole } from "../protocol/index.js";
+import type { ModelCard, ModelKind, WorkerRole } from "../protocol/index.js";
 
-/** The card a worker registers for its engine, with the LoRA adapters it serves now. */
-export function modelCardFor(engine: Pick<Engine, "info" | "adapters">, name: string, role: WorkerRole): ModelCard {
+/** The card a worker registers for its engine: what it serves (embeddings where the engine computes them), its LoRA adapters now. */
+export function modelCardFor(engine: Pick<Engine, "info" | "adapters" | "embed">, name: string, role: WorkerRole): ModelCard {
   const { kind, ...rest } = engine.info;
   const loras = engine.adapters?.names() ?? [];
-  return { ...rest, name, role, engine: kind, ...(loras.length > 0 ? { loras: [...loras] } : {}) };
+  const kinds: ModelKind[] = engine.embed ? ["chat", "embeddings"] : ["chat"];
+  return { ...rest, name, role, engine: kind, kinds, ...(loras.length > 0 ? { loras: [...loras] } : {}) };
 }

@@ -73,12 +73,12 @@ async function admin(route: "load" | "unload", body: unknown): Promise<{ status:
 test("the adapter is listed with its parent, and naming it as the model changes the greedy output; the base model's is its own", async () => {
   const listed = await (await fetch(`${server.url}/v1/models`)).json();
   assertMatchesSchema("ListModelsResponse", listed);
-  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
+  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null; kinds: string[] }[];
   assert.deepEqual(
-    models.map((m) => [m.id, m.parent]),
+    models.map((m) => [m.id, m.parent, m.kinds]),
     [
-      ["tiny", null],
-      ["sea", "tiny"],
+      ["tiny", null, ["chat", "embeddings"]],
+      ["sea", "tiny", ["chat"]],
     ],
   );
   const adapted = await chat("sea");

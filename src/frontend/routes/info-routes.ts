@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { MetricMeter } from "../../observability/index.js";
-import { ArmatureError } from "../../protocol/index.js";
+import { ArmatureError, type ModelKind } from "../../protocol/index.js";
 import type { Router } from "../../router/index.js";
 import type { FrontendMetrics } from "../frontend-metrics.js";
 import { toHttpError } from "../http-errors.js";
@@ -21,8 +21,8 @@ export function handleModels(
   const models = router.workers.models().filter((card) => allowed(card.name));
   const adapters = [...router.workers.adapters()].filter(([name]) => allowed(name));
   const data = [
-    ...models.map((card) => modelObject(card.name, startedAt)),
-    ...adapters.map(([name, parent]) => modelObject(name, startedAt, parent)),
+    ...models.map((card) => modelObject(card.name, startedAt, card.kinds)),
+    ...adapters.map(([name, parent]) => modelObject(name, startedAt, ["chat"], parent)),
   ];
   sendJson(res, 200, { object: "list", data }, headers);
 }
@@ -32,15 +32,22 @@ export function handleModels(
  * `Model` fields beside it (`identifier`, `provider_id`, `type`, `model_type`…), which Llama
  * Stack's `GET /v1/models/{id}` returns: one object satisfies both specs, whose schemas allow
  * other fields. `created` is when this frontend started, as no model here has a release date.
- * `parent`: the model a LoRA adapter adapts, null for a model (vLLM's field).
+ * `parent`: the model a LoRA adapter adapts, null for a model (vLLM's field); `kinds`: what it
+ * serves, `chat` (the generating routes) and `embeddings` where its engine computes them.
  */
-function modelObject(name: string, startedAt: number, parent?: string): Record<string, unknown> {
+function modelObject(
+  name: string,
+  startedAt: number,
+  kinds: readonly ModelKind[] | undefined,
+  parent?: string,
+): Record<string, unknown> {
   return {
     id: name,
     object: "model",
     created: Math.floor(startedAt / 1000),
     owned_by: "armature",
     parent: parent ?? null,
+    kinds: kinds ?? ["chat"],
     identifier: name,
     provider_id: "armature",
     provider_resource_id: name,
@@ -75,7 +82,7 @@ export function handleModel(
     );
     return;
   }
-  sendJson(res, 200, modelObject(id, startedAt, parent), headers);
+  sendJson(res, 200, modelObject(id, startedAt, card?.kinds ?? ["chat"], parent), headers);
 }
 
 /**
