@@ -15,6 +15,7 @@ import {
 } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { type LlamaServer, startLlamaServer } from "../helpers/llama-server.js";
+import { modelsWithParents } from "../helpers/lora-admin.js";
 import { freePort } from "../helpers/nats-server.js";
 import { assertMatchesSchema, sseData } from "../helpers/openai-spec.js";
 import { qwen3TokenizerDir, writeTokenizerFolderOf } from "../helpers/tokenizer-folders.js";
@@ -140,14 +141,10 @@ async function predictedTokens(engine: LlamaServer): Promise<number> {
 }
 
 test("a LoRA adapter llama-server loaded is served by name on that server only, as llama-server applies it itself", async () => {
-  const listed = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
-  assert.deepEqual(
-    listed.map((m) => [m.id, m.parent]),
-    [
-      [MODEL, null],
-      ["sea", MODEL],
-    ],
-  );
+  assert.deepEqual(await modelsWithParents(client), [
+    [MODEL, null],
+    ["sea", MODEL],
+  ]);
   const tokenizer = await loadTokenizer({ kind: "gguf", path: model });
   const prompt = tokenizer.encode("The harbour at night");
   const { data, response } = await client.completions

@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import OpenAI from "openai";
 import { buildTinyLora, ensureTinyModel } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { loraAdmin } from "../helpers/lora-admin.js";
 import { assertMatchesSchema } from "../helpers/openai-spec.js";
 
 // One `armature serve` on llama.cpp, two workers, the tiny model and its adapter `sea` (whose greedy
@@ -61,13 +62,8 @@ async function chat(model: string, content = LONG_QUESTION): Promise<{ text: str
   };
 }
 
-async function admin(route: "load" | "unload", body: unknown): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${server.url}/v1/${route}_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, text: await response.text() };
+function admin(route: "load" | "unload", body: unknown): Promise<{ status: number; text: string }> {
+  return loraAdmin(server.url, route, body);
 }
 
 test("the adapter is listed with its parent, and naming it as the model changes the greedy output; the base model's is its own", async () => {

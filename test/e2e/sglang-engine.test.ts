@@ -9,6 +9,7 @@ import { connectSglang, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, typ
 import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeSglang, workerOf } from "../helpers/fake-engine-server.js";
+import { loraAdmin, modelsWithParents } from "../helpers/lora-admin.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";
 
 // `armature serve --engine sglang` in front of two SGLang test doubles (test/helpers/fake-engine-server.ts:
@@ -83,14 +84,10 @@ for (const index of [0, 1]) {
 }
 
 test("SGLang's LoRA adapters: named by --lora where SGLang serves them, sent as lora_path, keyed by their seed, loaded at run time", async () => {
-  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
-  assert.deepEqual(
-    models.map((m) => [m.id, m.parent]),
-    [
-      [MODEL, null],
-      ["sql", MODEL],
-    ],
-  );
+  assert.deepEqual(await modelsWithParents(client), [
+    [MODEL, null],
+    ["sql", MODEL],
+  ]);
   const prompt = freshPrompt(3);
   const first = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
   assert.equal(first.response.headers.get("x-armature-worker"), await workerOf(server.url, engines[0] as FakeVllm));
@@ -104,21 +101,12 @@ test("SGLang's LoRA adapters: named by --lora where SGLang serves them, sent as 
   const baseEngine = engines[(await workerOf(server.url, engines[0] as FakeVllm)) === baseWorker ? 0 : 1];
   assert.equal("lora_path" in (baseEngine?.bodies.at(-1) ?? {}), false, "a base-model request names no adapter");
 
-  const load = await fetch(`${server.url}/v1/load_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ lora_name: "chat", lora_path: "/adapters/chat" }),
-  });
-  assert.equal(await load.text(), "Success: LoRA adapter 'chat' added successfully.");
+  const load = await loraAdmin(server.url, "load", { lora_name: "chat", lora_path: "/adapters/chat" });
+  assert.equal(load.text, "Success: LoRA adapter 'chat' added successfully.");
   for (const engine of engines)
     assert.deepEqual(engine.loraCalls.at(-1), { route: "/load_lora_adapter", lora_name: "chat", lora_path: "/adapters/chat" });
   assert.equal((await client.completions.create({ model: "chat", prompt: freshPrompt(1), max_tokens: 1 })).model, "chat");
-  const unload = await fetch(`${server.url}/v1/unload_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ lora_name: "chat" }),
-  });
-  assert.equal(unload.status, 200);
+  assert.equal((await loraAdmin(server.url, "unload", { lora_name: "chat" })).status, 200);
   // A name no SGLang serves stops the start.
   assert.match(
     await workersRefusal([

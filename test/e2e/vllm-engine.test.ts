@@ -8,6 +8,7 @@ import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
 import { connectVllm, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeVllm, workerOf } from "../helpers/fake-engine-server.js";
+import { loraAdmin, modelsWithParents } from "../helpers/lora-admin.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";
 
@@ -83,14 +84,10 @@ for (const index of [0, 1]) {
 }
 
 test("vLLM's LoRA adapters: listed with their parent, requested by name on the server that has them, keyed by their own seed, loaded at run time on every server", async () => {
-  const models = (await client.models.list()).data as unknown as { id: string; parent: string | null }[];
-  assert.deepEqual(
-    models.map((m) => [m.id, m.parent]),
-    [
-      [MODEL, null],
-      ["sql", MODEL],
-    ],
-  );
+  assert.deepEqual(await modelsWithParents(client), [
+    [MODEL, null],
+    ["sql", MODEL],
+  ]);
   const prompt = freshPrompt(3);
   const first = await client.completions.create({ model: "sql", prompt, max_tokens: 2, temperature: 0 }).withResponse();
   assert.equal(first.data.model, "sql");
@@ -102,23 +99,14 @@ test("vLLM's LoRA adapters: listed with their parent, requested by name on the s
   const base = await client.completions.create({ model: MODEL, prompt, max_tokens: 2, temperature: 0 }).withResponse();
   assert.equal(base.response.headers.get("x-armature-overlap-blocks"), "0", "the base model holds none of the adapter's blocks");
 
-  const load = await fetch(`${server.url}/v1/load_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ lora_name: "chat", lora_path: "/adapters/chat" }),
-  });
-  assert.equal(await load.text(), "Success: LoRA adapter 'chat' added successfully.");
+  const load = await loraAdmin(server.url, "load", { lora_name: "chat", lora_path: "/adapters/chat" });
+  assert.equal(load.text, "Success: LoRA adapter 'chat' added successfully.");
   for (const engine of engines) {
     assert.deepEqual(engine.loraCalls.at(-1), { route: "/v1/load_lora_adapter", lora_name: "chat", lora_path: "/adapters/chat" });
   }
   const served = await client.completions.create({ model: "chat", prompt: freshPrompt(1), max_tokens: 1, temperature: 0 });
   assert.equal(served.model, "chat");
-  const unload = await fetch(`${server.url}/v1/unload_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ lora_name: "chat" }),
-  });
-  assert.equal(unload.status, 200);
+  assert.equal((await loraAdmin(server.url, "unload", { lora_name: "chat" })).status, 200);
   for (const engine of engines) assert.equal(engine.loraCalls.at(-1)?.route, "/v1/unload_lora_adapter");
   assert.deepEqual(
     (await client.models.list()).data.map((m) => m.id),
@@ -130,12 +118,8 @@ test("vLLM's LoRA adapters: listed with their parent, requested by name on the s
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ lora_name: "direct", lora_path: "/adapters/direct" }),
   });
-  const both = await fetch(`${server.url}/v1/load_lora_adapter`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ lora_name: "direct", lora_path: "/adapters/direct" }),
-  });
-  assert.equal(both.status, 200, await both.text());
+  const both = await loraAdmin(server.url, "load", { lora_name: "direct", lora_path: "/adapters/direct" });
+  assert.equal(both.status, 200, both.text);
   const health = (await (await fetch(`${server.url}/v1/fleet`)).json()) as { workers: { loras: { served: string[] } }[] };
   assert.ok(health.workers.every((w) => w.loras.served.includes("direct")));
 });

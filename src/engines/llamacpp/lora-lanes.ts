@@ -117,6 +117,8 @@ export class LoraLanes {
       const resident = this.#resident.get(name);
       if (resident || this.#making.has(name) || this.#roomFor() > 0 || (await this.#evictIdle())) {
         const lane = resident ?? (await this.#lane(name));
+        // Another request may have disposed the new lane while this one waited for it to be made.
+        if (this.#resident.get(name) !== lane) continue;
         lane.users++;
         // Most recently used last.
         this.#resident.delete(name);
