@@ -1,4 +1,5 @@
 import { REASONING_PARSER_NAMES, TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
+import { ArmatureError } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
@@ -483,3 +484,9 @@ export function serveUsage(): string {
 }
 
 /** Merges flags over environment over config file over defaults, and checks every value. */
+
+/** A refusal of a serve setting, naming the flag and its environment variable. */
+export function configError(flag: string, problem: string): ArmatureError {
+  const setting = serveSettings[flag] as Setting;
+  return new ArmatureError("CONFIG_INVALID", `--${flag} (${setting.env}) ${problem}`);
+}

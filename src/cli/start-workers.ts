@@ -16,7 +16,8 @@ import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
 import { WorkerHost } from "../worker/index.js";
 import { startEngineSidecars } from "./engine-sidecars.js";
-import { isEngineServer, type LlamaHardwareOptions, type ServeOptions, servedModelName } from "./serve-options.js";
+import { isEngineServer, type LlamaHardwareOptions, type ServeOptions } from "./serve-options.js";
+import { servedModelName } from "./served-models.js";
 
 /**
  * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default

@@ -87,14 +87,7 @@ export class WorkerSet {
 
   /** The model that LoRA adapter `lora` adapts, when some worker serves it. */
   adapterParent(lora: string): string | undefined {
-    for (const w of this.#workers.values())
-      if (w.card.loras?.includes(lora)) return this.#isModel(lora) ? undefined : w.card.name;
-    return undefined;
-  }
-
-  #isModel(name: string): boolean {
-    for (const w of this.#workers.values()) if (w.card.name === name) return true;
-    return false;
+    return this.adapters().get(lora);
   }
 
   /** Calls `listener` whenever a worker joins or leaves, or publishes fewer KV blocks in use than before. */

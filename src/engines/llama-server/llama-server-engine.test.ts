@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
-import { generateRequest } from "../../../test/helpers/generate-request.js";
+import { EVERY_SAMPLER, generateRequest } from "../../../test/helpers/generate-request.js";
 import { ArmatureError, type GenerateResponse } from "../../protocol/index.js";
 import type { EngineServerEngine } from "../engine-server/engine-server-engine.js";
 import type { EngineTokenizer } from "../engine-server/engine-tokenizer.js";
@@ -41,17 +41,7 @@ test("greedy: the prompt as token ids, every sampler of llama-server's own defau
 test("sampled: each field mapped one by one; seeds taken modulo 2^32; logit_bias as pairs; JSON constraints", () => {
   const body = completionBody(
     request({
-      sampling: {
-        temperature: 0.7,
-        topP: 0.9,
-        topK: 20,
-        minP: 0.1,
-        seed: 2 ** 32 + 5,
-        presencePenalty: 0.5,
-        frequencyPenalty: 0.25,
-        repetitionPenalty: 1.2,
-        logitBias: [{ token: 7, bias: -100 }],
-      },
+      sampling: { ...EVERY_SAMPLER, seed: 2 ** 32 + 5, logitBias: [{ token: 7, bias: -100 }] },
       ignoreEos: true,
       constraint: { type: "json_object" },
     }),

@@ -1,9 +1,9 @@
 /**
  * KV cache bytes per token from a GGUF's metadata: layers × 2 (K and V) × the KV width
- * (embedding width × KV heads / heads) × 2 bytes (llama.cpp's default F16 cache). Undefined when
+ * (embedding width × KV heads / heads) × `elementBytes` (2: llama.cpp's default F16 cache). Undefined when
  * the metadata lacks a field.
  */
-export function kvBytesPerToken(metadata: unknown): number | undefined {
+export function kvBytesPerToken(metadata: unknown, elementBytes = 2): number | undefined {
   const m = metadata as Record<string, Record<string, unknown> | undefined> & { general?: { architecture?: unknown } };
   const arch = m.general?.architecture;
   if (typeof arch !== "string") return undefined;
@@ -17,5 +17,5 @@ export function kvBytesPerToken(metadata: unknown): number | undefined {
   if (typeof layers !== "number" || typeof width !== "number" || typeof heads !== "number" || typeof kvHeads !== "number") {
     return undefined;
   }
-  return layers * 2 * ((width * kvHeads) / heads) * 2;
+  return Math.round(layers * 2 * ((width * kvHeads) / heads) * elementBytes);
 }

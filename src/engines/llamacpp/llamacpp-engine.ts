@@ -14,7 +14,6 @@ import {
   type GenerateRequest,
   type GenerateResponse,
   type KvEvent,
-  type ResponseConstraint,
 } from "../../protocol/index.js";
 import {
   type Engine,
@@ -138,7 +137,7 @@ export class LlamaCppEngine implements Engine {
       tokenizer: { kind: "gguf", path: options.modelPath },
       ...modelTokens(model),
       publishesKvEvents: true,
-      kvBytesPerToken: scaled(kvBytesPerToken(model.fileInfo.metadata), KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"] / 2),
+      kvBytesPerToken: kvBytesPerToken(model.fileInfo.metadata, KV_ELEMENT_BYTES[options.kvCacheType ?? "f16"]),
     };
     const engine = new LlamaCppEngine(llama, model, context, info, {
       grammarCacheSize: options.grammarCacheSize ?? 64,
@@ -210,9 +209,7 @@ export class LlamaCppEngine implements Engine {
     let activeRequests = 0;
     let waitingRequests = 0;
     for (const { slots } of [this.#base, ...this.#loras.lanes()]) {
-      for (const slot of slots.all) {
-        if (slot.busy) activeKvBlocks += Math.ceil(slot.sequence.nextTokenIndex / this.info.blockSize);
-      }
+      activeKvBlocks += slots.activeBlocks(this.info.blockSize);
       activeRequests += slots.busyCount;
       waitingRequests += slots.waitingCount;
     }
@@ -238,7 +235,7 @@ export class LlamaCppEngine implements Engine {
     if (format !== undefined && format !== "llamacpp-sequence-state") {
       throw new ArmatureError("TRANSFER_FAILED", `llama.cpp cannot import ${format} KV`, { retryable: true });
     }
-    const grammar = await this.#grammarFor(request.constraint);
+    const grammar = request.constraint ? await this.#grammars.get(request.constraint) : undefined;
     let last: GenerateResponse = end("cancelled", tokens.length, 0, 0);
     const adapter = request.lora === undefined ? undefined : await this.#loras.hold(request.lora, options.signal);
     const lane = adapter?.lane ?? this.#base;
@@ -472,10 +469,6 @@ export class LlamaCppEngine implements Engine {
     await this.#model.dispose();
   }
 
-  async #grammarFor(constraint: ResponseConstraint | undefined): Promise<LlamaGrammar | undefined> {
-    return constraint ? this.#grammars.get(constraint) : undefined;
-  }
-
   /** Compiled grammars held now (bounded by `grammarCacheSize`). */
   get cachedGrammars(): number {
     return this.#grammars.size;
@@ -501,8 +494,4 @@ function end(
   // Tokens loaded back from the tiers below the device are reported as host-cached tokens.
   const host = lowerTierTokens > 0 ? { hostCachedTokens: lowerTierTokens } : {};
   return { type: "request-end", finishReason, promptTokens, completionTokens, cachedTokens, ...host };
-}
-
-function scaled(value: number | undefined, factor: number): number | undefined {
-  return value === undefined ? undefined : Math.round(value * factor);
 }

@@ -40,6 +40,13 @@ export class SequenceSlots {
     return this.#slots;
   }
 
+  /** KV blocks of `blockSize` tokens the busy sequences hold. */
+  activeBlocks(blockSize: number): number {
+    let blocks = 0;
+    for (const slot of this.#slots) if (slot.busy) blocks += Math.ceil(slot.sequence.nextTokenIndex / blockSize);
+    return blocks;
+  }
+
   async acquire(tokens: readonly number[], signal: AbortSignal): Promise<SequenceSlot> {
     if (this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed");
     const free = this.#bestFree(tokens);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { generateRequest } from "../../../test/helpers/generate-request.js";
+import { EVERY_SAMPLER, generateRequest } from "../../../test/helpers/generate-request.js";
 import type { GenerateRequest } from "../../protocol/index.js";
 import { sglangGenerateBody } from "./sglang-generate-body.js";
 
@@ -23,17 +23,7 @@ test("sampled: each field by SGLang's name (sampling_seed, min_new_tokens), a sc
   const schema = { type: "object", properties: { a: { type: "integer" } } };
   const { sampling_params: p } = sglangGenerateBody(
     request({
-      sampling: {
-        temperature: 0.7,
-        topP: 0.9,
-        topK: 20,
-        minP: 0.1,
-        seed: 42,
-        presencePenalty: 0.5,
-        frequencyPenalty: 0.25,
-        repetitionPenalty: 1.2,
-        logitBias: [{ token: 7, bias: 3 }],
-      },
+      sampling: { ...EVERY_SAMPLER, seed: 42, logitBias: [{ token: 7, bias: 3 }] },
       ignoreEos: true,
       minTokens: 2,
       stopTokenIds: [9],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { generateRequest } from "../../../test/helpers/generate-request.js";
+import { EVERY_SAMPLER, generateRequest } from "../../../test/helpers/generate-request.js";
 import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 // Field names from vLLM's OpenAI CompletionRequest (vllm/entrypoints/openai/protocol.py) and its
@@ -24,17 +24,7 @@ test("sampled: each field by vLLM's name; its extensions pass through; a schema 
   const schema = { type: "object" };
   const body = vllmCompletionBody(
     request({
-      sampling: {
-        temperature: 0.7,
-        topP: 0.9,
-        topK: 20,
-        minP: 0.1,
-        seed: 42,
-        presencePenalty: 0.5,
-        frequencyPenalty: 0.25,
-        repetitionPenalty: 1.2,
-        logitBias: [{ token: 7, bias: -100 }],
-      },
+      sampling: { ...EVERY_SAMPLER, seed: 42, logitBias: [{ token: 7, bias: -100 }] },
       ignoreEos: true,
       minTokens: 2,
       stopTokenIds: [9],
