@@ -25,8 +25,19 @@ export interface TokenBiasEntry {
 export type ResponseConstraint =
   | { readonly type: "json_object" }
   | { readonly type: "json_schema"; readonly schema: Readonly<Record<string, unknown>> }
-  /** A GBNF grammar over the whole answer (vLLM's `guided_regex`, `guided_choice`, `guided_grammar`). */
-  | { readonly type: "grammar"; readonly gbnf: string; readonly param: string };
+  /**
+   * A GBNF grammar over the whole answer (vLLM's `guided_regex`, `guided_choice`, `guided_grammar` or
+   * their `structured_outputs` forms); `param` names the field it came from. Where it was compiled
+   * from a regular expression or a list of choices, these are kept as written (`regex`, `choices`),
+   * so engines with structured output of their own can be given the request's own terms.
+   */
+  | {
+      readonly type: "grammar";
+      readonly gbnf: string;
+      readonly param: string;
+      readonly regex?: string | undefined;
+      readonly choices?: readonly string[] | undefined;
+    };
 
 /**
  * A prompt's KV cache computed by a prefill worker and waiting in its transfer agent for a decode

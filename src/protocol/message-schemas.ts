@@ -202,7 +202,13 @@ export const generateRequestSchema: Schema<GenerateRequest> = object({
         type: literal("json_schema"),
         schema: jsonObject(),
       }),
-      grammar: object({ type: literal("grammar"), gbnf: str({ maxLength: 1 << 20 }), param: str({ maxLength: 64 }) }),
+      grammar: object({
+        type: literal("grammar"),
+        gbnf: str({ maxLength: 1 << 20 }),
+        param: str({ maxLength: 64 }),
+        regex: optional(str({ maxLength: 1 << 16 })),
+        choices: optional(arrayOf(str({ maxLength: 1 << 16 }), 1024)),
+      }),
     }),
   ),
   disaggregation: optional(

@@ -149,6 +149,47 @@ test("vLLM's guided_choice, guided_regex, guided_json and guided_grammar hold at
   }
 });
 
+test("vLLM 0.12's structured_outputs holds as the guided fields it replaced; its other options are refused by name", async () => {
+  const schema = { type: "object", properties: { k: { type: "integer", minimum: 10, maximum: 12 } }, required: ["k"] };
+  const validate = ajv.compile(schema);
+  for (const sampling of SAMPLINGS.slice(0, 3)) {
+    const choice = await complete({ structured_outputs: { choice: ["red", "green"] }, ...sampling });
+    assert.ok(["red", "green"].includes(textOf(choice.json)), JSON.stringify(choice.json));
+    const regex = await complete({ structured_outputs: { regex: "[0-9]{2}:[a-f]{3}" }, ...sampling });
+    assert.match(textOf(regex.json), /^[0-9]{2}:[a-f]{3}$/);
+    const json = await complete({ structured_outputs: { json: schema, disable_fallback: false }, ...sampling });
+    assert.ok(validate(JSON.parse(textOf(json.json))), textOf(json.json));
+    const grammar = await complete({ structured_outputs: { grammar: 'root ::= "ok" [.!]' }, ...sampling });
+    assert.match(textOf(grammar.json), /^ok[.!]$/);
+    const object = await complete({ structured_outputs: { json_object: true }, max_tokens: 200, ...sampling });
+    if ((object.json.choices as { finish_reason: string }[])[0]?.finish_reason === "stop") {
+      assert.equal(typeof JSON.parse(textOf(object.json)), "object", textOf(object.json));
+    }
+  }
+  const refusedParam = async (body: Record<string, unknown>) => {
+    const answer = await complete(body);
+    assert.equal(answer.status, 400, JSON.stringify(answer.json));
+    return (answer.json.error as { param: string }).param;
+  };
+  assert.equal(
+    await refusedParam({ structured_outputs: { regex: "a", whitespace_pattern: " *" } }),
+    "structured_outputs.whitespace_pattern",
+  );
+  assert.equal(
+    await refusedParam({ structured_outputs: { regex: "a", disable_any_whitespace: true } }),
+    "structured_outputs.disable_any_whitespace",
+  );
+  assert.equal(await refusedParam({ structured_outputs: { regex: "a", choice: ["a"] } }), "structured_outputs");
+  assert.equal(await refusedParam({ structured_outputs: {} }), "structured_outputs");
+  assert.equal(await refusedParam({ structured_outputs: { regex: "(?<=a)b" } }), "structured_outputs.regex");
+  assert.equal(
+    await refusedParam({ structured_outputs: { json: { type: "object", properties: { x: { not: {} } } } } }),
+    "structured_outputs.json/properties/x/not",
+  );
+  assert.equal(await refusedParam({ structured_outputs: { grammar: "root ::= (" } }), "structured_outputs.grammar");
+  assert.equal(await refusedParam({ structured_outputs: { regex: "a" }, guided_regex: "a" }), "guided_regex");
+});
+
 test("guided fields are refused by name when they cannot be read, or when two constrain one answer", async () => {
   const bad = await complete({ guided_grammar: "root ::= (unclosed" });
   assert.equal(bad.status, 400);

@@ -317,7 +317,7 @@ test("split prefill and decode through vLLM's KV connector: the decode server pu
   }
 });
 
-test("structured output goes to vLLM as its own response_format; guided fields armature compiles to GBNF are refused by name", async () => {
+test("structured output goes to vLLM in its own terms: a schema as response_format, a regex and choices as structured_outputs; GBNF refused by name", async () => {
   const schema = { type: "object", properties: { n: { type: "integer", minimum: 1, maximum: 7 } }, required: ["n"] };
   await client.chat.completions.create({
     model: MODEL,
@@ -336,14 +336,29 @@ test("structured output goes to vLLM as its own response_format; guided fields a
     guided_json: schema,
   });
   assert.equal(engines.flatMap((e) => e.bodies).filter((b) => b.response_format !== undefined).length, 2);
-  const refused = await fetch(`${server.url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: MODEL, prompt: "Hi", max_tokens: 4, guided_regex: "[a-z]+" }),
-  });
+  // The older guided_regex and vLLM 0.12's structured_outputs both reach vLLM as structured_outputs
+  // (vLLM 0.12 ignores the guided_* fields without a word).
+  const completion = (fields: Record<string, unknown>) =>
+    fetch(`${server.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: MODEL, prompt: "Hi", max_tokens: 4, ...fields }),
+    });
+  assert.equal((await completion({ guided_regex: "[a-z]+" })).status, 200);
+  assert.equal((await completion({ structured_outputs: { choice: ["yes", "no"] } })).status, 200);
+  const constrained = engines.flatMap((e) => e.bodies).filter((b) => b.structured_outputs !== undefined);
+  assert.deepEqual(
+    constrained.map((b) => b.structured_outputs),
+    [{ regex: "[a-z]+" }, { choice: ["yes", "no"] }],
+  );
+  assert.equal(
+    constrained.some((b) => "guided_regex" in b || "guided_choice" in b),
+    false,
+  );
+  const refused = await completion({ guided_grammar: 'root ::= "a"' });
   assert.equal(refused.status, 400);
   const body = (await refused.json()) as { error: { param: string; message: string } };
-  assert.equal(body.error.param, "guided_regex");
+  assert.equal(body.error.param, "guided_grammar");
   assert.match(body.error.message, /not served by vllm workers/);
 });
 

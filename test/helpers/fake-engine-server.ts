@@ -71,6 +71,8 @@ export interface FakeVllmSettings {
   readonly bootstrapPort?: number;
   /** vllm: frees a prefill's KV at once, as if its lease ran out before the decode came. */
   readonly expireTransfers?: boolean;
+  /** vllm: what `GET /version` says (default 0.12.0, the first without the `guided_*` fields). */
+  readonly version?: string;
 }
 
 /** KV each fake vLLM's connector holds for remote decodes, by engine id: block ids → prompt. */
@@ -335,6 +337,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
 
   const server: Server = createServer(async (req, res) => {
     if (req.url === "/health") return void res.writeHead(200).end();
+    if (req.url === "/version" && api === "vllm") return json(res, 200, { version: settings.version ?? "0.12.0" });
     if (req.url === "/v1/models") {
       const base = { id: served, object: "model", owned_by: api, root: served, parent: null, max_model_len: 4096 };
       // vLLM lists its adapters with their parent; SGLang lists the model only.

@@ -52,10 +52,22 @@ test("sampled: each field by SGLang's name (sampling_seed, min_new_tokens), a sc
   assert.equal(objectOnly.sampling_params.json_schema, '{"type": "object"}');
 });
 
-test("grammar-compiled fields and log-probabilities are refused by name", () => {
+test("a regex goes to SGLang as written, choices as one escaped alternation", () => {
+  const body = (constraint: GenerateRequest["constraint"]) =>
+    (sglangGenerateBody(request({ constraint })) as { sampling_params: Record<string, unknown> }).sampling_params;
+  assert.equal(body({ type: "grammar", gbnf: "root ::= [a-z]+", param: "guided_regex", regex: "^[a-z]+$" }).regex, "^[a-z]+$");
+  const choices = ["a.b", "(x)", "1+1", "c|d", "[e]", "f\\g", "plain text"];
+  const regex = body({ type: "grammar", gbnf: "root ::= ...", param: "guided_choice", choices }).regex as string;
+  // The alternation matches each choice whole, and nothing else that differs by one metacharacter.
+  const whole = new RegExp(`^(?:${regex})$`);
+  for (const choice of choices) assert.ok(whole.test(choice), choice);
+  for (const other of ["aXb", "x", "11", "c", "e", "fg", "plain  text"]) assert.equal(whole.test(other), false, other);
+});
+
+test("a GBNF grammar and log-probabilities are refused by name", () => {
   assert.throws(
-    () => sglangGenerateBody(request({ constraint: { type: "grammar", gbnf: 'root ::= "a"', param: "guided_choice" } })),
-    (error: Error & { param?: string }) => error.param === "guided_choice",
+    () => sglangGenerateBody(request({ constraint: { type: "grammar", gbnf: 'root ::= "a"', param: "guided_grammar" } })),
+    (error: Error & { param?: string }) => error.param === "guided_grammar",
   );
   assert.throws(() => sglangGenerateBody(request({ logprobs: { top: 1 } })), /logprobs is not served by sglang workers/);
 });

@@ -1,4 +1,4 @@
-import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
+import { ArmatureError, type GenerateRequest, type ResponseConstraint } from "../../protocol/index.js";
 import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fields.js";
 
 /**
@@ -12,12 +12,6 @@ import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fi
 export function sglangGenerateBody(request: GenerateRequest): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read SGLang's log-probabilities yet");
   const { constraint } = request;
-  if (constraint?.type === "grammar") {
-    refuse(
-      constraint.param,
-      "armature compiles it to a llama.cpp grammar, which SGLang does not take; give the schema as response_format",
-    );
-  }
   const seed = samplingSeed(request);
   return {
     input_ids: request.tokenIds,
@@ -33,8 +27,24 @@ export function sglangGenerateBody(request: GenerateRequest): Record<string, unk
       // SGLang's own structured output enforces the schema (its OpenAI adapter maps json_object so too).
       ...(constraint?.type === "json_object" ? { json_schema: '{"type": "object"}' } : {}),
       ...(constraint?.type === "json_schema" ? { json_schema: JSON.stringify(constraint.schema) } : {}),
+      ...(constraint?.type === "grammar" ? { regex: answerRegex(constraint) } : {}),
     },
   };
+}
+
+/**
+ * A regular expression, or a list of choices as one (each choice escaped, as alternatives), for
+ * SGLang's `regex`. A GBNF grammar is refused: SGLang's `ebnf` reads its grammar backend's dialect
+ * (XGrammar's EBNF, Guidance's Lark), not llama.cpp's.
+ */
+function answerRegex(constraint: Extract<ResponseConstraint, { type: "grammar" }>): string {
+  if (constraint.regex !== undefined) return constraint.regex;
+  if (constraint.choices !== undefined)
+    return constraint.choices.map((choice) => choice.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
+  refuse(
+    constraint.param,
+    "SGLang's grammar backends read their own dialects, not llama.cpp's GBNF; give a regex, choices or a schema",
+  );
 }
 
 function refuse(param: string, why: string): never {

@@ -1,5 +1,25 @@
-import { ArmatureError, type GenerateRequest } from "../../protocol/index.js";
+import { ArmatureError, type GenerateRequest, type ResponseConstraint } from "../../protocol/index.js";
 import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fields.js";
+
+/** What a request body depends on in the vLLM it goes to. */
+export interface VllmServer {
+  /** The model `vllm serve` serves (`/v1/models`). */
+  readonly model: string;
+  /** Its version (`/version`), where it said one. */
+  readonly version?: string | undefined;
+  /** Whether it reads `structured_outputs` (0.10.2 and later). */
+  readonly structuredOutputs: boolean;
+}
+
+/** Whether a vLLM of this version (`/version`'s `0.11.0`, `0.10.2rc1`, `0.10.2.dev5+g…`) reads `structured_outputs`. */
+export function readsStructuredOutputs(version: string | undefined): boolean {
+  const parts = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(version ?? "");
+  if (!parts) return false;
+  const [major, minor, patch] = [Number(parts[1]), Number(parts[2]), Number(parts[3] ?? 0)];
+  return major > 0 || minor > 10 || (minor === 10 && patch >= 2);
+}
+
+type GrammarConstraint = Extract<ResponseConstraint, { type: "grammar" }>;
 
 /**
  * The body of vLLM's OpenAI `POST /v1/completions` for a generate request: the prompt as token ids
@@ -13,21 +33,15 @@ import { samplingSeed, sharedSamplingFields } from "../engine-server/sampling-fi
  */
 export function vllmCompletionBody(
   request: GenerateRequest,
-  servedModel: string,
+  server: VllmServer,
   transferParams?: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> {
   if (request.logprobs) refuse("logprobs", "armature does not read vLLM's log-probabilities yet");
   const { constraint } = request;
-  if (constraint?.type === "grammar") {
-    refuse(
-      constraint.param,
-      "armature compiles it to a llama.cpp grammar, which vLLM does not take; give the schema as response_format",
-    );
-  }
   const seed = samplingSeed(request);
   return {
     // An adapter's request names the adapter as its model, as vLLM's clients do.
-    model: request.lora ?? servedModel,
+    model: request.lora ?? server.model,
     prompt: request.tokenIds,
     max_tokens: request.maxTokens,
     stream: true,
@@ -41,6 +55,7 @@ export function vllmCompletionBody(
     ...(constraint?.type === "json_schema"
       ? { response_format: { type: "json_schema", json_schema: { name: "response", schema: constraint.schema, strict: true } } }
       : {}),
+    ...(constraint?.type === "grammar" ? { structured_outputs: structuredOutputs(constraint, server) } : {}),
     ...(transferParams ? { kv_transfer_params: transferParams } : {}),
   };
 }
@@ -51,13 +66,13 @@ export function vllmCompletionBody(
  * prompt's KV for a remote decode (`do_remote_decode`); the answer's top-level `kv_transfer_params`
  * then go to the decode server with the original body.
  */
-export function vllmPrefillBody(request: GenerateRequest, servedModel: string): Record<string, unknown> {
+export function vllmPrefillBody(request: GenerateRequest, server: VllmServer): Record<string, unknown> {
   const {
     stream: _stream,
     stream_options: _options,
     min_tokens: _min,
     ...body
-  } = vllmCompletionBody({ ...request, disaggregation: undefined }, servedModel);
+  } = vllmCompletionBody({ ...request, disaggregation: undefined }, server);
   return {
     ...body,
     max_tokens: 1,
@@ -71,6 +86,33 @@ export function vllmPrefillBody(request: GenerateRequest, servedModel: string): 
       remote_port: null,
     },
   };
+}
+
+/**
+ * A regular expression or a list of choices in vLLM's own terms (`structured_outputs`, which vLLM
+ * 0.12 made the only form: it ignores the `guided_*` fields without a word). A GBNF grammar is
+ * refused: vLLM's grammar backends read other dialects (XGrammar's EBNF, Guidance's Lark).
+ */
+function structuredOutputs(constraint: GrammarConstraint, server: VllmServer): Record<string, unknown> {
+  const own =
+    constraint.regex !== undefined
+      ? { regex: constraint.regex }
+      : constraint.choices !== undefined
+        ? { choice: constraint.choices }
+        : undefined;
+  if (own === undefined) {
+    refuse(
+      constraint.param,
+      "vLLM's grammar backends read their own dialects, not llama.cpp's GBNF; give a regex, choices or a schema",
+    );
+  }
+  if (!server.structuredOutputs) {
+    refuse(
+      constraint.param,
+      `the vLLM at this worker (version ${server.version ?? "unknown"}) predates structured_outputs (0.10.2), and would ignore it`,
+    );
+  }
+  return own;
 }
 
 function refuse(param: string, why: string): never {

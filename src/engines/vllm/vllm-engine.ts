@@ -11,7 +11,7 @@ import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/e
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { ServerAdapters, VLLM_ADAPTER_ROUTES } from "../engine-server/server-adapters.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
-import { vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
+import { readsStructuredOutputs, type VllmServer, vllmCompletionBody, vllmPrefillBody } from "./vllm-completion-body.js";
 
 /**
  * `vllm serve`'s address (`--engine-url`), its publisher (`--kv-events-config`'s `endpoint`); a
@@ -46,7 +46,8 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
   }
   const model = card.id;
   await checkTokenizerAgrees("vllm", url, options.tokenizer, (prompt) => ({ model, prompt, add_special_tokens: false }));
-  const servedModel = card.id;
+  const version = await readVersion(url);
+  const server: VllmServer = { model: card.id, version, structuredOutputs: readsStructuredOutputs(version) };
   const contextLength = Number.isInteger(card.max_model_len) ? (card.max_model_len as number) : 4096;
   const { tokenizer } = options;
   const info: EngineInfo = {
@@ -64,11 +65,11 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
   const engine = new EngineServerEngine({
     url,
     info,
-    dialect: vllmDialect(url, servedModel),
+    dialect: vllmDialect(url, server),
     adapters: new ServerAdapters(
       url,
       VLLM_ADAPTER_ROUTES,
-      (models.data ?? []).flatMap((entry) => (entry.parent === servedModel && typeof entry.id === "string" ? [entry.id] : [])),
+      (models.data ?? []).flatMap((entry) => (entry.parent === server.model && typeof entry.id === "string" ? [entry.id] : [])),
     ),
     slots: 256,
     healthIntervalMs: options.healthIntervalMs,
@@ -78,15 +79,25 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
   return engine;
 }
 
-function vllmDialect(url: string, servedModel: string): EngineServerDialect {
+/** vLLM's version as `GET /version` gives it; `undefined` where it does not answer so. */
+async function readVersion(url: string): Promise<string | undefined> {
+  try {
+    const answer = (await getJson("vllm", url, "/version")) as { version?: unknown } | null;
+    return typeof answer?.version === "string" ? answer.version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function vllmDialect(url: string, server: VllmServer): EngineServerDialect {
   return {
     kind: "vllm",
     path: "/v1/completions",
-    body: (request, transferParams) => vllmCompletionBody(request, servedModel, transferParams),
+    body: (request, transferParams) => vllmCompletionBody(request, server, transferParams),
     parse: (data) => parseVllmChunk(url, data),
     prefill: {
       kind: "answered",
-      body: (request) => vllmPrefillBody(request, servedModel),
+      body: (request) => vllmPrefillBody(request, server),
       parse: (answer) => parseVllmPrefill(url, answer),
     },
   };

@@ -1,6 +1,6 @@
-import { choiceAnswerGrammar, RegexRefusal, regexAnswerGrammar, SchemaRefusal, schemaGbnf, toGbnf } from "../../grammar/index.js";
 import { PRIORITY_LIMIT, type ResponseConstraint, type SamplingOptions } from "../../protocol/index.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
+import { parseConstraint } from "./constraint-fields.js";
 import { asObject, type Body, invalid, optionalBoolean, optionalNumber, requiredString } from "./field-checks.js";
 import { parseSamplingFields } from "./sampling-fields.js";
 
@@ -91,122 +91,6 @@ function parseStop(value: unknown): string[] {
     throw invalid("stop", `each 'stop' string must be at most ${MAX_STOP_LENGTH} characters`);
   }
   return stops;
-}
-
-/** The deepest schema a worker takes (the generate-request's `constraint`, `src/protocol/message-schemas.ts`). */
-const MAX_SCHEMA_DEPTH = 64;
-
-/** Whether `value` has anything below `levels` levels of nesting; stops descending there, so it never recurses deeper. */
-function nestedDeeperThan(value: unknown, levels: number): boolean {
-  if (value === null || typeof value !== "object") return false;
-  const children = Object.values(value);
-  return levels === 0 ? children.length > 0 : children.some((child) => nestedDeeperThan(child, levels - 1));
-}
-
-/** The fields that constrain the answer: `response_format` or one of vLLM's `guided_*`, never two. */
-const CONSTRAINT_FIELDS = ["response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar"] as const;
-
-function parseConstraint(body: Body): ResponseConstraint | undefined {
-  const given = CONSTRAINT_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null);
-  const format = parseResponseFormat(body.response_format);
-  const guided = given.filter((field) => field !== "response_format");
-  if (guided.length === 0) return format;
-  if (given.length > 1 && (guided.length > 1 || format !== undefined)) {
-    throw invalid(guided.at(-1) as string, `'${given[0]}' and '${guided.at(-1)}' both constrain the answer; send one`);
-  }
-  return parseGuided(guided[0] as (typeof CONSTRAINT_FIELDS)[number], body[guided[0] as string]);
-}
-
-/** vLLM's guided decoding fields, as constraints: a JSON schema, or a grammar over the whole answer. */
-function parseGuided(field: (typeof CONSTRAINT_FIELDS)[number], value: unknown): ResponseConstraint {
-  switch (field) {
-    case "guided_json": {
-      let schema: unknown = value;
-      if (typeof value === "string") {
-        try {
-          schema = JSON.parse(value);
-        } catch {
-          throw invalid("guided_json", "'guided_json' must be a JSON schema, as an object or a JSON string");
-        }
-      }
-      const object = asObject(schema, "guided_json");
-      if (nestedDeeperThan(object, MAX_SCHEMA_DEPTH)) {
-        throw invalid("guided_json", `'guided_json' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`);
-      }
-      try {
-        schemaGbnf(object);
-      } catch (error) {
-        if (!(error instanceof SchemaRefusal)) throw error;
-        throw invalid(`guided_json${error.pointer}`, `'guided_json': ${error.message}`);
-      }
-      return { type: "json_schema", schema: object };
-    }
-    case "guided_regex": {
-      if (typeof value !== "string" || value === "")
-        throw invalid("guided_regex", "'guided_regex' must be a non-empty regular expression");
-      try {
-        return { type: "grammar", gbnf: toGbnf(regexAnswerGrammar(value)), param: "guided_regex" };
-      } catch (error) {
-        if (!(error instanceof RegexRefusal)) throw error;
-        throw invalid("guided_regex", `'guided_regex' cannot be enforced: it uses ${error.message}`);
-      }
-    }
-    case "guided_choice": {
-      if (
-        !Array.isArray(value) ||
-        value.length === 0 ||
-        value.length > 1024 ||
-        !value.every((c) => typeof c === "string" && c !== "")
-      ) {
-        throw invalid("guided_choice", "'guided_choice' must be a list of 1 to 1,024 non-empty strings");
-      }
-      return { type: "grammar", gbnf: toGbnf(choiceAnswerGrammar(value as string[])), param: "guided_choice" };
-    }
-    default: {
-      if (typeof value !== "string" || value.trim() === "" || value.length > 1 << 20) {
-        throw invalid(
-          "guided_grammar",
-          "'guided_grammar' must be a GBNF grammar (llama.cpp's syntax, a root rule) of at most 1 MiB",
-        );
-      }
-      return { type: "grammar", gbnf: value, param: "guided_grammar" };
-    }
-  }
-}
-
-function parseResponseFormat(value: unknown): ResponseConstraint | undefined {
-  if (value === undefined || value === null) return undefined;
-  const format = asObject(value, "response_format");
-  switch (format.type) {
-    case "text":
-      return undefined;
-    case "json_object":
-      return { type: "json_object" };
-    case "json_schema": {
-      const spec = asObject(format.json_schema, "response_format.json_schema");
-      const schema = asObject(spec.schema ?? {}, "response_format.json_schema.schema");
-      if (nestedDeeperThan(schema, MAX_SCHEMA_DEPTH)) {
-        throw invalid(
-          "response_format.json_schema.schema",
-          `'response_format.json_schema.schema' is nested deeper than ${MAX_SCHEMA_DEPTH} levels; flatten it or use $defs`,
-        );
-      }
-      refuseUnenforceable(schema);
-      return { type: "json_schema", schema };
-    }
-    default:
-      throw invalid("response_format.type", "'response_format.type' must be one of text, json_object, json_schema");
-  }
-}
-
-/** A keyword the grammar cannot enforce: 400 naming it, `param` the schema's path and the keyword's pointer. */
-function refuseUnenforceable(schema: Body): void {
-  try {
-    schemaGbnf(schema);
-  } catch (error) {
-    if (!(error instanceof SchemaRefusal)) throw error;
-    throw invalid(`response_format.json_schema.schema${error.pointer}`, `'response_format.json_schema.schema': ${error.message}`);
-  }
 }
 
 function parseNvext(value: unknown): string | undefined {

@@ -47,6 +47,7 @@ const shared: Record<string, FieldRule> = {
   min_tokens: honoured,
   stop_token_ids: honoured,
   return_tokens_as_token_ids: honoured,
+  structured_outputs: honoured,
   guided_json: honoured,
   guided_regex: honoured,
   guided_choice: honoured,
