@@ -37,14 +37,17 @@ export function charClass(spec: readonly (string | readonly [string, string])[],
   return { k: "class", ranges, negated };
 }
 
-/** Rule and node count: what bounds the cost of a grammar. */
+/**
+ * Node count, a bounded repetition counted as the copies of its item llama.cpp writes it out as
+ * (`x{3,5}` is five of `x`): what bounds the cost of a grammar to the engine that parses it.
+ */
 export function grammarSize(grammar: Grammar): number {
-  let size = 0;
-  const visit = (node: GrammarNode): void => {
-    size++;
-    if (node.k === "seq" || node.k === "alt") for (const item of node.items) visit(item);
-    else if (node.k === "rep") visit(node.item);
+  const size = (node: GrammarNode): number => {
+    if (node.k === "seq" || node.k === "alt") return node.items.reduce((sum, item) => sum + size(item), 1);
+    if (node.k === "rep") return 1 + size(node.item) * Math.max(1, node.max ?? node.min);
+    return 1;
   };
-  for (const node of grammar.rules.values()) visit(node);
-  return size;
+  let total = 0;
+  for (const node of grammar.rules.values()) total += size(node);
+  return total;
 }

@@ -233,3 +233,28 @@ test("vLLM's guided_regex and guided_choice: grammars over the whole answer, raw
   for (const text of ["yes", "no", "maybe so"]) assert.ok(matchesGrammar(choice, text), text);
   for (const text of ["ye", "yes no", ""]) assert.ok(!matchesGrammar(choice, text), text);
 });
+
+test("a repetition llama.cpp would not write out is refused by name; a long upper bound is lowered, never a lower one", () => {
+  // llama.cpp's grammar parser refuses a repetition of more than 2,000 copies: the frontend says so first.
+  for (const [schema, keyword] of [
+    [{ type: "string", minLength: 2001 }, "minLength"],
+    [{ type: "array", items: { type: "integer" }, minItems: 100_000 }, "minItems"],
+    [{ type: "string", pattern: "^a{3000,}$" }, "pattern"],
+    // 2 × 1,000 × 1,000 copies: within each bound, beyond the grammar's size.
+    [{ type: "string", pattern: "^((a{1000}){1000}){2}$" }, "$schema"],
+  ] as const) {
+    assert.throws(
+      () => compileJsonSchema(schema),
+      (e: unknown) => e instanceof SchemaRefusal && e.keyword === keyword,
+      `${JSON.stringify(schema)} refused as ${keyword}`,
+    );
+  }
+  assert.throws(() => regexAnswerGrammar("x{2001}"), /more than 2000 repetitions/);
+  assert.throws(() => regexAnswerGrammar("((ab{250}){1000}){10}"), /parts, more than the 1000000 allowed/);
+  // At the limit: still compiled. Above 256 an upper bound is lowered: fewer written, none invalid.
+  check({ type: "string", minLength: 2000 }, [JSON.stringify("x".repeat(2000))], [JSON.stringify("x".repeat(1999))]);
+  const long = regexAnswerGrammar("a{2,100000}");
+  assert.ok(matchesGrammar(long, "a".repeat(256)));
+  assert.ok(!matchesGrammar(long, "a".repeat(257)), "written out to 256 at most");
+  assert.ok(!matchesGrammar(long, "a"));
+});

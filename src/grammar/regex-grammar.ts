@@ -1,4 +1,5 @@
 import { alt, EMPTY, type GrammarNode, lit, rep, seq } from "./grammar-ir.js";
+import { MAX_REPEAT, MAX_REPETITION } from "./schema-vocabulary.js";
 
 /** A regular-expression feature the grammar cannot hold, named for the refusal. */
 export class RegexRefusal extends Error {}
@@ -107,7 +108,13 @@ class Parser {
     const min = Number(match[1]);
     const max = match[2] === undefined ? min : match[3] === "" ? undefined : Number(match[3]);
     if (max !== undefined && max < min) throw new RegexRefusal(`a quantifier {${min},${max}}`);
-    return [min, max];
+    if (min > MAX_REPETITION) {
+      throw new RegexRefusal(
+        `a quantifier {${min},…}: more than ${MAX_REPETITION} repetitions, which llama.cpp does not write out`,
+      );
+    }
+    // A longer upper bound is lowered, as for maxLength: the grammar writes fewer, never more.
+    return [min, max === undefined ? undefined : Math.min(max, Math.max(min, MAX_REPEAT))];
   }
 
   #atom(): GrammarNode {

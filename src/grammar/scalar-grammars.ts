@@ -1,7 +1,7 @@
 import { alt, charClass, type GrammarNode, lit, opt, rep, seq } from "./grammar-ir.js";
 import { integerRange, MAX_INTEGER_DIGITS } from "./integer-range.js";
 import { RegexRefusal, regexGrammar, repeatedClass } from "./regex-grammar.js";
-import { MAX_REPEAT, type Schema, SchemaRefusal } from "./schema-vocabulary.js";
+import { MAX_REPEAT, MAX_REPETITION, type Schema, SchemaRefusal } from "./schema-vocabulary.js";
 import { stringFormat } from "./string-formats.js";
 
 /** One character of a JSON string: unescaped but for `"`, `\` and controls, or a short escape (no `\u`). */
@@ -105,6 +105,9 @@ export function lengthKeyword(
   if (v === undefined) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
     throw new SchemaRefusal(key, `${pointer}/${key}`, "must be a non-negative integer");
+  if (key.startsWith("min") && v > MAX_REPETITION) {
+    throw new SchemaRefusal(key, `${pointer}/${key}`, `above ${MAX_REPETITION}, more than llama.cpp writes a repetition out for`);
+  }
   return v;
 }
 

@@ -78,6 +78,12 @@ export const KEYWORDS = new Set([
 
 /** Most items or characters a bounded repetition is written out for; larger bounds are lowered to it. */
 export const MAX_REPEAT = 256;
+/**
+ * Most copies a repetition may be written out for at all: llama.cpp refuses a grammar whose
+ * repetition asks for more (`MAX_REPETITION_THRESHOLD` in its grammar parser), so a lower bound
+ * above it (`minLength`, `minItems`, a pattern's `{n,}`) is refused by name before any worker sees it.
+ */
+export const MAX_REPETITION = 2000;
 /** Two schemas that must both hold, as one, where that is plain; a clash is refused naming the keyword. */
 export function mergeSchemas(a: Schema, b: Schema, pointer: string): Schema {
   const out: Schema = { ...a };
