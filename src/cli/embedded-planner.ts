@@ -22,6 +22,8 @@ export interface EmbeddedPlanner {
     readonly plannerState: () => unknown;
     readonly onRequestFinished: (request: FinishedRequestTimings) => void;
     readonly onRequestStarted: (startedAt: number) => RunningRequestListener;
+    /** With `--min-workers 0`: the model, kept served while its pool is scaled to zero. */
+    readonly keptModels: readonly string[];
   };
   /** Workers the planner started (and has not drained). */
   readonly added: () => readonly WorkerHost[];
@@ -82,9 +84,11 @@ export async function startEmbeddedPlanner(
   const live = new LiveLatency(6 * compiled.loadIntervalSeconds * 1000, compiled.latencyQuantile);
   const poolWorkers = (pool: string): string[] =>
     [...hosts.values()].filter((h) => pool === "aggregated" || h.card.role === pool).map((h) => h.id);
+  const startedAt = clock.now();
   const signals: PlannerSignals = {
     takeInterval: (now) => traffic.takeInterval(now),
     estimates: (pool) => live.estimates(clock.now(), poolWorkers(pool)),
+    idleMs: (now) => live.idleMs(now, startedAt),
   };
   const planner = Planner.start({
     options: compiled,
@@ -98,7 +102,13 @@ export async function startEmbeddedPlanner(
     planner,
     hooks: {
       plannerState: () => planner.state(),
-      onRequestStarted: (startedAt) => live.begin(startedAt),
+      onRequestStarted: (at) => {
+        const request = live.begin(at);
+        // A pool scaled to zero gets its worker now; the request waits for it at the router.
+        planner.wake();
+        return request;
+      },
+      keptModels: compiled.minWorkers === 0 ? started.modelNames : [],
       onRequestFinished: (request) => {
         if (request.status !== "success") return;
         traffic.record(clock.now(), {

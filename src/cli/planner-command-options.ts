@@ -126,9 +126,15 @@ export function resolvePlannerCommandOptions(
   const connector = chooseConnector(values, groups);
   const roles = connector.kind === "local" ? (Object.keys(connector.workerArgs) as WorkerRole[]) : poolRoles(connector);
   const layout = layoutOf(roles, connector.kind === "local" ? "the worker flag groups after --" : "--k8s-deployments");
+  const planner = compilePlannerOptions({ ...serve.planner, layout });
+  if (planner.minWorkers === 0) {
+    refuse(
+      "--min-workers 0 is not served by armature planner yet: its frontends are other processes, which would refuse a model with no worker instead of holding its requests; scale to zero with armature serve --planner",
+    );
+  }
   return {
     serve,
-    planner: compilePlannerOptions({ ...serve.planner, layout }),
+    planner,
     connector,
     roles: layout === "disaggregated" ? ["prefill", "decode"] : ["aggregated"],
     host: typeof values.host === "string" ? values.host : "127.0.0.1",

@@ -240,6 +240,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       ...optionalNumber("sloTtftMs", num("slo-ttft", false, Number.MIN_VALUE)),
       ...optionalNumber("sloItlMs", num("slo-itl", false, Number.MIN_VALUE)),
       ...optionalNumber("minWorkers", num("min-workers", true, 0)),
+      ...optionalNumber("scaleToZeroAfterSeconds", num("scale-to-zero-after", false, Number.MIN_VALUE)),
       ...optionalNumber("maxWorkers", num("max-workers", true, 0)),
       ...optionalNumber("intervalSeconds", num("planner-interval", false, Number.MIN_VALUE)),
       ...optionalNumber("loadIntervalSeconds", num("planner-load-interval", false, Number.MIN_VALUE)),

@@ -9,6 +9,7 @@ export type RouterName = (typeof routerNames)[number];
 export const plannerSizingFlags = [
   "profile",
   "min-workers",
+  "scale-to-zero-after",
   "max-workers",
   "planner-interval",
   "planner-load-interval",
@@ -403,7 +404,16 @@ export const serveSettings: Record<string, Setting> = {
   profile: { type: "string", env: "ARMATURE_PROFILE", help: "planner: the worker profile from armature profile (JSON)" },
   "slo-ttft": { type: "number", env: "ARMATURE_SLO_TTFT", help: "planner: time-to-first-token target, ms (default 500)" },
   "slo-itl": { type: "number", env: "ARMATURE_SLO_ITL", help: "planner: inter-token latency target, ms (default 50)" },
-  "min-workers": { type: "integer", env: "ARMATURE_MIN_WORKERS", help: "planner: fewest workers per pool (default 1)" },
+  "min-workers": {
+    type: "integer",
+    env: "ARMATURE_MIN_WORKERS",
+    help: "planner: fewest workers per pool (default 1; 0: scale to zero when idle, woken by the next request)",
+  },
+  "scale-to-zero-after": {
+    type: "number",
+    env: "ARMATURE_SCALE_TO_ZERO_AFTER",
+    help: "planner: with --min-workers 0, idle seconds before the last worker drains (default 600)",
+  },
   "max-workers": { type: "integer", env: "ARMATURE_MAX_WORKERS", help: "planner: worker budget, all pools together (default 8)" },
   "planner-interval": {
     type: "number",

@@ -49,9 +49,15 @@ export async function startFrontend(
   shareLoad = true,
   /** Where `/metrics` reads from; workers in the same process add theirs to it. */
   meter = new PrometheusMeter(),
-  /** A planner's hooks: its state for `GET /v1/planner`, and the finished requests it reads. */
-  planner: Pick<FrontendOptions, "plannerState" | "onRequestFinished" | "onRequestStarted"> = {},
+  /**
+   * A planner's hooks: its state for `GET /v1/planner`, the requests it reads, and the models it
+   * may scale to zero (kept served while they have no worker).
+   */
+  plannerHooks: Pick<FrontendOptions, "plannerState" | "onRequestFinished" | "onRequestStarted"> & {
+    readonly keptModels?: readonly string[];
+  } = {},
 ): Promise<FrontendStack> {
+  const { keptModels = [], ...planner } = plannerHooks;
   const apiAccess = createApiAccess(options, meter);
   // Bad certificate files stop the start here, naming the flag, before anything listens.
   const tls = options.tls ? readHttpsCredentials(options.tls) : undefined;
@@ -101,6 +107,7 @@ export async function startFrontend(
   // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo). Both
   // routers read one worker set: one discovery watch and one load subscription per frontend.
   const workers = new WorkerSet(runtime, logger);
+  for (const model of keptModels) workers.keep(model);
   const prefillRouter = new Router({
     runtime,
     policy: makePolicy(),

@@ -83,6 +83,8 @@ export class LiveLatency {
   readonly #running = new Set<Request>();
   readonly #ttft = new Map<string, WindowedSamples>();
   readonly #itl = new Map<string, WindowedSamples>();
+  /** When a request last began or ended. */
+  #lastActivityMs: number | undefined;
 
   /**
    * `windowMs`: how long a finished request's latencies count. `quantile`: the estimate is this
@@ -97,7 +99,14 @@ export class LiveLatency {
   begin(nowMs: number): TrackedRequest {
     const request = new Request(this, nowMs);
     this.#running.add(request);
+    this.#lastActivityMs = Math.max(this.#lastActivityMs ?? nowMs, nowMs);
     return request;
+  }
+
+  /** How long no request has run (ms): 0 while one does, else since the last ended (or `sinceMs`, before any began). */
+  idleMs(nowMs: number, sinceMs: number): number {
+    if (this.#running.size > 0) return 0;
+    return Math.max(0, nowMs - (this.#lastActivityMs ?? sinceMs));
   }
 
   /** Requests begun and not yet ended. */
@@ -108,6 +117,7 @@ export class LiveLatency {
   /** @internal A request's end, from `TrackedRequest.end`. */
   ended(request: Request, nowMs: number): void {
     if (!this.#running.delete(request)) return;
+    this.#lastActivityMs = Math.max(this.#lastActivityMs ?? nowMs, nowMs);
     if (request.firstMs < 0 || request.itlWorker === undefined || request.ttftWorker === undefined) return;
     samples(this.#ttft, request.ttftWorker).push(nowMs, request.firstMs - request.startedMs);
     if (request.count > 1) {

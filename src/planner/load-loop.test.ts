@@ -7,6 +7,7 @@ const settings: LoadLoopSettings = {
   sloTtftMs: 500,
   sloItlMs: 50,
   minWorkers: 1,
+  scaleToZeroAfterSeconds: 600,
   maxWorkers: 8,
   cooldownSeconds: 30,
   scaleUpThreshold: 1.0,
@@ -163,4 +164,29 @@ test("advisory decisions report a change but start no cool-down", () => {
   const second = loop.decide(1000, { layout: "aggregated", pool: pool(2, 600, 20) });
   assert.equal(second.pools[0]!.targetWorkers, 3);
   assert.doesNotMatch(second.pools[0]!.reason, /cooling down/);
+});
+
+test("--min-workers 0: one worker is kept until the pool has been idle for --scale-to-zero-after, then none; a request brings one back at once", () => {
+  const zero = { ...settings, minWorkers: 0, scaleToZeroAfterSeconds: 60 };
+  const idle = (workers: number, idleMs: number | undefined): PoolObservation => ({ ...pool(workers, 0, 0), idleMs });
+  // Idle 59 s of 60: held at one.
+  const held = aggregated(new LoadLoop(zero), 0, idle(1, 59_000));
+  assert.deepEqual([held.targetWorkers, held.direction], [1, "hold"]);
+  assert.match(held.reason, /held at 1 until idle for --scale-to-zero-after 60 s/);
+  // Unknown idleness never reaches zero.
+  assert.equal(aggregated(new LoadLoop(zero), 0, idle(1, undefined)).targetWorkers, 1);
+  // Idle 60 s: down to none, saying why.
+  const loop = new LoadLoop(zero);
+  const down = aggregated(loop, 0, idle(1, 60_000));
+  assert.deepEqual([down.targetWorkers, down.direction], [0, "down"]);
+  assert.match(down.reason, /idle for 60 s \(--scale-to-zero-after 60 s\)/);
+  // Two workers idle that long go down one at a time, as any scale-down.
+  assert.equal(aggregated(new LoadLoop(zero), 0, idle(2, 600_000)).targetWorkers, 1);
+  // A pool of none stays so while idle; a request (idle 0) raises it to one within the cool-down.
+  assert.equal(aggregated(loop, 1000, { workers: 0, estimates: [], idleMs: 61_000 }).targetWorkers, 0);
+  const woken = aggregated(loop, 2000, { workers: 0, estimates: [], idleMs: 0 });
+  assert.deepEqual([woken.targetWorkers, woken.direction], [1, "up"]);
+  assert.match(woken.reason, /raised to 1: a request runs or waits/);
+  // With --min-workers 1 idleness changes nothing.
+  assert.equal(aggregated(new LoadLoop(settings), 0, idle(1, 3_600_000)).targetWorkers, 1);
 });

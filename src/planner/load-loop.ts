@@ -7,6 +7,7 @@ export type LoadLoopSettings = Pick<
   | "sloTtftMs"
   | "sloItlMs"
   | "minWorkers"
+  | "scaleToZeroAfterSeconds"
   | "maxWorkers"
   | "cooldownSeconds"
   | "scaleUpThreshold"
@@ -25,6 +26,11 @@ export interface PoolObservation {
   readonly estimates: readonly WorkerLatencyEstimate[];
   /** The throughput loop's count for this pool, which the load loop never goes below. Default 0. */
   readonly floorWorkers?: number;
+  /**
+   * How long no request has run or waited (ms; 0 while one does). A pool may reach zero workers
+   * only once this is at least `scaleToZeroAfterSeconds`; unknown (undefined): never.
+   */
+  readonly idleMs?: number | undefined;
 }
 
 /** The pools at one load-loop tick. */
@@ -73,7 +79,8 @@ interface Want {
  *   between the thresholds would shrink and grow in turn.
  * - A pool changed less than `cooldownSeconds` ago holds; so does a pool with no reports.
  * - Never below max(`minWorkers`, the pool's floor): a pool under its floor is raised to it at once,
- *   cool-down or not. Never grows past `maxWorkers`, which in the disaggregated layout is shared; when
+ *   cool-down or not. With `minWorkers` 0 the bound is 1 until the pool has been idle for
+ *   `scaleToZeroAfterSeconds`; a pool of none with a request running or waiting is raised to 1. Never grows past `maxWorkers`, which in the disaggregated layout is shared; when
  *   both pools want to grow and one worker is left, the one further over its target gets it.
  */
 export class LoadLoop {
@@ -120,10 +127,23 @@ export class LoadLoop {
       reason = `${reason}; cooling down: changed ${format((nowMs - lastChangeMs) / 1000)} s ago, --planner-cooldown ${cooldownSeconds} s`;
     }
     const floor = state.floorWorkers ?? 0;
-    const lower = Math.max(minWorkers, floor);
+    let lower = Math.max(minWorkers, floor);
+    let bound = floor > minWorkers ? `the throughput floor ${floor}` : `--min-workers ${minWorkers}`;
+    if (lower === 0) {
+      const idleMs = state.idleMs;
+      const afterMs = this.#settings.scaleToZeroAfterSeconds * 1000;
+      if (idleMs === undefined || idleMs < afterMs) {
+        lower = 1;
+        bound =
+          idleMs === 0
+            ? "1: a request runs or waits"
+            : `1 until idle for --scale-to-zero-after ${this.#settings.scaleToZeroAfterSeconds} s`;
+      } else if (target === 0 && current > 0) {
+        reason = `${reason}; idle for ${format(idleMs / 1000)} s (--scale-to-zero-after ${this.#settings.scaleToZeroAfterSeconds} s)`;
+      }
+    }
     let pressure = want.pressure;
     if (target < lower) {
-      const bound = floor > minWorkers ? `the throughput floor ${floor}` : `--min-workers ${minWorkers}`;
       reason = current < lower ? `raised to ${bound}` : `${reason}; held at ${bound}`;
       if (current < lower) pressure = Number.POSITIVE_INFINITY;
       target = lower;

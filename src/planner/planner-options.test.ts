@@ -25,6 +25,8 @@ test("defaults: Dynamo's targets, budget and intervals, the load mode, and the k
     sloTtftMs: 500,
     sloItlMs: 50,
     minWorkers: 1,
+    // armature's own: ten minutes idle before a pool with --min-workers 0 drains its last worker.
+    scaleToZeroAfterSeconds: 600,
     maxWorkers: 8,
     intervalSeconds: 180,
     loadIntervalSeconds: 5,
@@ -63,7 +65,17 @@ test("worker bounds are refused naming their flags", () => {
     { layout: "disaggregated", minWorkers: 3, maxWorkers: 5 },
     "--min-workers (3) for each of the prefill and decode pools needs 6 workers, above --max-workers (5)",
   );
-  refused({ minWorkers: 0 }, "--min-workers must be a whole number ≥ 1, got 0");
+  refused({ minWorkers: -1 }, "--min-workers must be a whole number ≥ 0, got -1");
+  refused(
+    { layout: "disaggregated", minWorkers: 0 },
+    "--min-workers 0 (scale to zero) is for aggregated pools; give the prefill and decode pools at least 1 each",
+  );
+  refused(
+    { scaleToZeroAfterSeconds: 60 },
+    "--scale-to-zero-after applies to pools that may reach zero workers; it needs --min-workers 0, got 1",
+  );
+  refused({ minWorkers: 0, scaleToZeroAfterSeconds: 0 }, "--scale-to-zero-after must be a positive number (seconds), got 0");
+  assert.equal(compilePlannerOptions({ minWorkers: 0, scaleToZeroAfterSeconds: 60 }).scaleToZeroAfterSeconds, 60);
   refused({ maxWorkers: 2.5 }, "--max-workers must be a whole number ≥ 1, got 2.5");
 });
 

@@ -23,8 +23,13 @@ export interface PlannerOptions {
   readonly sloTtftMs?: number;
   /** [--slo-itl] Inter-token latency target in ms. Default 50 (Dynamo's). */
   readonly sloItlMs?: number;
-  /** [--min-workers] Fewest workers per pool, at least 1 (a pool of 0 reports no load to grow from). Default 1. */
+  /**
+   * [--min-workers] Fewest workers per pool. Default 1. 0 lets an aggregated pool scale to zero once
+   * no request has run for `scaleToZeroAfterSeconds`; the first request then wakes it.
+   */
   readonly minWorkers?: number;
+  /** [--scale-to-zero-after] Idle seconds before a pool with `minWorkers` 0 drains its last worker. Default 600. */
+  readonly scaleToZeroAfterSeconds?: number;
   /** [--max-workers] Worker budget of the whole deployment, all pools together. Default 8 (Dynamo's GPU budget). */
   readonly maxWorkers?: number;
   /** [--planner-interval] Seconds between throughput-loop decisions. Default 180 (Dynamo's). */
@@ -59,6 +64,7 @@ export interface CompiledPlannerOptions {
   readonly sloTtftMs: number;
   readonly sloItlMs: number;
   readonly minWorkers: number;
+  readonly scaleToZeroAfterSeconds: number;
   readonly maxWorkers: number;
   readonly intervalSeconds: number;
   readonly loadIntervalSeconds: number;
@@ -79,6 +85,7 @@ export const PLANNER_DEFAULTS = {
   sloTtftMs: 500,
   sloItlMs: 50,
   minWorkers: 1,
+  scaleToZeroAfterSeconds: 600,
   maxWorkers: 8,
   intervalSeconds: 180,
   loadIntervalSeconds: 5,
@@ -102,7 +109,14 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
   const layout = oneOf("--planner-layout", merged.layout, ["aggregated", "disaggregated"] as const);
   const sloTtftMs = positive("--slo-ttft", merged.sloTtftMs, "milliseconds");
   const sloItlMs = positive("--slo-itl", merged.sloItlMs, "milliseconds");
-  const minWorkers = integer("--min-workers", merged.minWorkers, 1);
+  const minWorkers = integer("--min-workers", merged.minWorkers, 0);
+  if (minWorkers === 0 && layout === "disaggregated") {
+    refuse("--min-workers 0 (scale to zero) is for aggregated pools; give the prefill and decode pools at least 1 each");
+  }
+  const scaleToZeroAfterSeconds = positive("--scale-to-zero-after", merged.scaleToZeroAfterSeconds, "seconds");
+  if (options.scaleToZeroAfterSeconds !== undefined && minWorkers > 0) {
+    refuse(`--scale-to-zero-after applies to pools that may reach zero workers; it needs --min-workers 0, got ${minWorkers}`);
+  }
   const maxWorkers = integer("--max-workers", merged.maxWorkers, 1);
   if (minWorkers > maxWorkers) refuse(`--min-workers (${minWorkers}) is above --max-workers (${maxWorkers})`);
   if (layout === "disaggregated" && 2 * minWorkers > maxWorkers) {
@@ -142,6 +156,7 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
     sloTtftMs,
     sloItlMs,
     minWorkers,
+    scaleToZeroAfterSeconds,
     maxWorkers,
     intervalSeconds,
     loadIntervalSeconds,

@@ -7,6 +7,7 @@ import { VirtualClock } from "../runtime/index.js";
 import { VirtualConnector } from "./connectors/virtual-connector.js";
 import type { IntervalLoad } from "./interval-load.js";
 import type { WorkerLatencyEstimate } from "./latency-estimate.js";
+import { LiveLatency } from "./live-latency.js";
 import { Planner, type PlannerDecisionRecord } from "./planner.js";
 import { compilePlannerOptions, type PlannerOptions } from "./planner-options.js";
 import { parseProfile } from "./profile.js";
@@ -117,5 +118,64 @@ test("in advisory mode the planner decides and reports but changes nothing", asy
     assert.ok(ups.every((d) => !d.applied));
   } finally {
     await close();
+  }
+});
+
+test("--min-workers 0: the pool drains its last worker after --scale-to-zero-after idle, and a request's arrival wakes one at once", async () => {
+  const clock = new VirtualClock();
+  let next = 0;
+  const connector = await VirtualConnector.create({
+    clock,
+    roles: ["aggregated"],
+    startupDelayMs: 0,
+    initialWorkers: { aggregated: ["w0"] },
+    workers: { addWorker: () => `w${++next}`, drainWorker: async () => {}, removeWorker: () => {} },
+  });
+  const live = new LiveLatency(30_000, 0.9);
+  const decisions: PlannerDecisionRecord[] = [];
+  const planner = Planner.start({
+    options: compilePlannerOptions({ minWorkers: 0, scaleToZeroAfterSeconds: 60, loadIntervalSeconds: 5, cooldownSeconds: 30 }),
+    clock,
+    connector,
+    logger: silentLogger,
+    signals: {
+      takeInterval: () => ({ requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 }),
+      estimates: () => [{ ttftMs: 0, itlMs: 0 }],
+      idleMs: (now) => live.idleMs(now, 0),
+    },
+    onDecision: (d) => decisions.push(d),
+  });
+  const desired = async () => (await connector.replicas("aggregated")).desired;
+  try {
+    // A request from 10 s to 20 s: idle from 20 s, so the pool holds one worker until 80 s.
+    await clock.advance(10_000);
+    const request = live.begin(10_000);
+    await clock.advance(10_000);
+    request.end(20_000);
+    await clock.advance(55_000);
+    assert.equal(await desired(), 1, "idle 55 s of 60");
+    await clock.advance(10_000);
+    assert.equal(await desired(), 0, "idle 60 s and more: none");
+    const down = decisions.find((d) => d.to === 0);
+    assert.deepEqual([down?.atMs, down?.from, down?.action], [80_000, 1, "down"]);
+    // Idle on: it stays at none, tick after tick.
+    await clock.advance(60_000);
+    assert.equal(await desired(), 0);
+    // A request arrives between ticks: one worker at once, not at the next tick.
+    live.begin(clock.now() + 1000);
+    await clock.advance(1000);
+    planner.wake();
+    await clock.advance(0);
+    assert.equal(await desired(), 1);
+    const up = decisions.at(-1);
+    assert.deepEqual(
+      [up?.atMs, up?.from, up?.to, up?.action, up?.reason],
+      [146_000, 0, 1, "up", "a request arrived at a pool scaled to zero"],
+    );
+    // While it runs, the pool never goes back to none.
+    await clock.advance(120_000);
+    assert.equal(await desired(), 1);
+  } finally {
+    await Promise.all([planner.close(), connector.close()]);
   }
 });

@@ -18,6 +18,8 @@ export interface PlannerSignals {
   takeInterval(nowMs: number): IntervalLoad;
   /** One latency estimate per ready worker of the pool, for a request arriving now. */
   estimates(pool: PoolName, load: IntervalLoad): readonly WorkerLatencyEstimate[];
+  /** How long no request has run or waited (ms, 0 while one does); without it no pool scales to zero. */
+  idleMs?(nowMs: number): number;
 }
 
 /** One decision as logged, exported and kept: when, which loop, what it saw and what it did. */
@@ -80,6 +82,8 @@ export class Planner {
   #observed: IntervalLoad | undefined;
   #predicted: IntervalLoad | undefined;
   #plan: ReplicaPlan | undefined;
+  /** A wake-up being applied. */
+  #waking: Promise<void> | undefined;
 
   private constructor(deps: PlannerDeps) {
     this.#deps = deps;
@@ -112,7 +116,12 @@ export class Planner {
     const pool = async (name: PoolName): Promise<PoolObservation> => {
       const count = await connector.replicas(name as WorkerRole);
       this.#remember(name, count.desired, count.ready);
-      return { workers: count.desired, estimates: signals.estimates(name, load), floorWorkers: this.#floors.get(name) ?? 0 };
+      return {
+        workers: count.desired,
+        estimates: signals.estimates(name, load),
+        floorWorkers: this.#floors.get(name) ?? 0,
+        idleMs: signals.idleMs?.(now),
+      };
     };
     const observation: LoadObservation =
       options.layout === "disaggregated"
@@ -132,6 +141,33 @@ export class Planner {
       });
     }
     return decision;
+  }
+
+  /**
+   * A request arrived: every pool scaled to zero gets a worker now rather than at the next tick
+   * (the request waits for it in the router's admission queue). Cheap when no pool is empty.
+   */
+  wake(): void {
+    if (this.#waking || this.#deps.options.advisory || this.#stop.signal.aborted) return;
+    const empty = this.pools.filter((pool) => this.#pools[pool]?.desired === 0);
+    if (empty.length === 0) return;
+    const now = this.#deps.clock.now();
+    this.#waking = (async () => {
+      for (const pool of empty) {
+        await this.#apply({
+          atMs: now,
+          loop: "load",
+          pool,
+          from: 0,
+          to: Math.max(1, this.#floors.get(pool) ?? 0),
+          action: "up",
+          reason: "a request arrived at a pool scaled to zero",
+          applied: false,
+        });
+      }
+    })().finally(() => {
+      this.#waking = undefined;
+    });
   }
 
   /** One throughput-loop decision: observe the interval, predict the next, size the pools (their floors). */
@@ -194,7 +230,7 @@ export class Planner {
   /** Stops the loops; a decision being applied finishes first. */
   async close(): Promise<void> {
     this.#stop.abort();
-    await Promise.allSettled(this.#running);
+    await Promise.allSettled([...this.#running, this.#waking]);
   }
 
   async #apply(record: PlannerDecisionRecord): Promise<void> {

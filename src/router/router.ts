@@ -250,6 +250,13 @@ export class Router {
         decodeWorker?.release();
       }
     }
+    if (candidates.length === 0 && !admitted && options.pinnedWorkerId === undefined && this.workers.isKept(request.model)) {
+      // The model's pool is scaled to zero: the request waits its turn for the worker its arrival wakes.
+      await this.#queueOf(request.model).admit(free, options.signal, ticket);
+      admitted = true;
+      admittedAt = this.#runtime.clock.now();
+      candidates = eligible();
+    }
     if (candidates.length === 0) {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
     }

@@ -19,12 +19,15 @@ export class WorkerSet {
   readonly #workers = new Map<string, Tracked>();
   readonly #stops: Unsubscribe[] = [];
   readonly #listeners = new Set<() => void>();
+  /** Models kept while they have no worker (a pool scaled to zero), with the last card seen. */
+  readonly #kept = new Map<string, ModelCard | undefined>();
 
   constructor(runtime: Runtime, logger: Logger) {
     const log = logger.child({ component: "worker-set" });
     this.#stops.push(
       runtime.discovery.watch((event) => {
         if (event.type === "instance-added") {
+          if (this.#kept.has(event.instance.card.name)) this.#kept.set(event.instance.card.name, event.instance.card);
           const previous = this.#workers.get(event.instance.id);
           this.#workers.set(event.instance.id, {
             id: event.instance.id,
@@ -65,11 +68,27 @@ export class WorkerSet {
     return [...this.#workers.values()];
   }
 
-  /** Distinct model cards, one per served name (the first registered). */
+  /** Distinct model cards, one per served name (the first registered); a kept model with none now, by its last card. */
   models(): ModelCard[] {
     const byName = new Map<string, ModelCard>();
     for (const w of this.#workers.values()) if (!byName.has(w.card.name)) byName.set(w.card.name, w.card);
+    for (const [name, card] of this.#kept) if (card && !byName.has(name)) byName.set(name, card);
     return [...byName.values()];
+  }
+
+  /**
+   * Keeps `model` served while it has no worker (its planner may scale it to zero): it stays in
+   * `models()` with the last card a worker of it registered, and the router holds its requests
+   * until a worker joins instead of refusing them.
+   */
+  keep(model: string): void {
+    if (this.#kept.has(model)) return;
+    this.#kept.set(model, this.forModel(model)[0]?.card);
+  }
+
+  /** Whether `model` is kept while it has no worker (`keep`), and some worker of it has registered. */
+  isKept(model: string): boolean {
+    return this.#kept.get(model) !== undefined;
   }
 
   /**
