@@ -173,3 +173,50 @@ test("the load planner grows the pool while its first requests are still waiting
     assert.equal(await server.stop("SIGTERM"), 0, server.output());
   }
 });
+
+test("--min-workers 0: an idle fleet scales to zero and keeps its model listed; the next requests wake a worker and none fails", async () => {
+  const server = await startServe([
+    "--engine",
+    "mocker",
+    "--planner",
+    "load",
+    "--min-workers",
+    "0",
+    "--scale-to-zero-after",
+    "1",
+    "--planner-load-interval",
+    "0.5",
+    "--planner-cooldown",
+    "0",
+  ]);
+  try {
+    const url = server.url;
+    const state = async () => (await (await fetch(`${url}/v1/planner`)).json()) as PlannerState;
+    const instances = async () => ((await (await fetch(`${url}/health`)).json()) as { instances: unknown[] }).instances.length;
+    assert.equal(await complete(url, 4), 4);
+    // Idle for a second: the last worker drains and leaves discovery.
+    await until("the pool scales to zero", state, (s) => s.pools.aggregated?.desired === 0);
+    await until("no worker serves", instances, (n) => n === 0);
+    const down = (await state()).decisions.find((d) => d.to === 0);
+    assert.match(down?.reason ?? "", /idle for [\d.]+ s \(--scale-to-zero-after 1 s\)/);
+    // The model stays listed: clients see it, and its requests are held, not refused.
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ["armature-mocker"],
+    );
+    // Three requests at once into a fleet of none: the first arrival wakes a worker, all three complete.
+    assert.deepEqual(await Promise.all([complete(url, 4), complete(url, 5), complete(url, 6)]), [4, 5, 6]);
+    const woken = (await state()).decisions.find((d) => d.from === 0 && d.to === 1);
+    assert.equal(woken?.reason, "a request arrived at a pool scaled to zero");
+    assert.equal(woken?.applied, true);
+    assert.equal(await instances(), 1);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.doesNotMatch(metrics, /frontend_requests_total\{[^}]*status="error"/);
+    assert.match(metrics, /frontend_requests_total\{[^}]*status="success"[^}]*\} 4/);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n--- armature serve printed:\n${server.output()}`, { cause: error });
+  } finally {
+    assert.equal(await server.stop("SIGTERM"), 0, server.output());
+  }
+});
