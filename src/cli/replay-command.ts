@@ -29,7 +29,7 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--router-queue-size N]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
-       [--planner load|sla [--profile FILE] [--min-workers N] [--max-workers N] [--planner-interval S]
+       [--planner load|sla [--profile FILE] [--min-workers N] [--scale-to-zero-after S] [--max-workers N] [--planner-interval S]
         [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]
         [--planner-up-threshold F] [--planner-down-threshold F] [--planner-quantile Q]]
   With --planner the real planner sizes the pools as the replay runs (workers start after --worker-startup-s, 30);
@@ -89,6 +89,7 @@ export async function replayCommand(
       planner: { type: "string" },
       profile: { type: "string" },
       "min-workers": { type: "string" },
+      "scale-to-zero-after": { type: "string" },
       "max-workers": { type: "string" },
       "planner-interval": { type: "string" },
       "planner-load-interval": { type: "string" },
@@ -285,6 +286,7 @@ async function replayPlannerOptions(
     sloTtftMs: num("slo-ttft", Number.MIN_VALUE),
     sloItlMs: num("slo-itl", Number.MIN_VALUE),
     minWorkers: num("min-workers", 0),
+    scaleToZeroAfterSeconds: num("scale-to-zero-after", Number.MIN_VALUE),
     maxWorkers: num("max-workers", 0),
     intervalSeconds: num("planner-interval", Number.MIN_VALUE),
     loadIntervalSeconds: num("planner-load-interval", Number.MIN_VALUE),

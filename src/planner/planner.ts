@@ -109,6 +109,8 @@ export class Planner {
 
   /** One load-loop decision, applied (tests and replay may call it directly). */
   async loadTick(): Promise<LoadDecision> {
+    // A wake-up under way settles first, so the tick sees the pool it made.
+    await this.#waking;
     const { clock, connector, signals, options } = this.#deps;
     const now = clock.now();
     const load = this.#predicted ??

@@ -85,3 +85,48 @@ test("the planner meets the ITL target for more requests than the fixed single w
   assert.equal(one.max_workers_used, 1);
   assert.ok(report.slo_attainment > one.slo_attainment, `planner ${report.slo_attainment} vs one worker ${one.slo_attainment}`);
 });
+
+test("--min-workers 0 in a replay: the pool drains to none over a quiet spell and the next request waits out one cold start", async () => {
+  // Ten requests two seconds apart, five idle minutes, ten more; idle for 60 s scales to zero.
+  const burst = (startMs: number, first: number) =>
+    Array.from({ length: 10 }, (_, i) => ({
+      timestamp: startMs + i * 2000,
+      inputLength: 512,
+      outputLength: 8,
+      hashIds: [first + i],
+    }));
+  const quiet = [...burst(0, 0), ...burst(318_000, 100)];
+  const zero = new ReplayPlanner(
+    compilePlannerOptions({
+      mode: "load",
+      minWorkers: 0,
+      scaleToZeroAfterSeconds: 60,
+      loadIntervalSeconds: 5,
+      sloTtftMs: 60_000,
+    }),
+    { aggregated: 1 },
+    15_000,
+  );
+  const ttfts: number[] = [];
+  const result = await replay({ trace: quiet, policy: "kv", workers: 1, blockSize: 64, seed: 1, ttftSink: ttfts, ...zero.hooks });
+  assert.equal(result.completed, 20);
+  assert.equal(result.rejected, 0);
+  const report = zero.report(result.sim_seconds * 1000, result.requests);
+  const changes = report.decisions.map((d) => [d.from, d.to, d.reason]);
+  // The last request of the first burst ends near 18 s: idle for 60 s from then, the tick at 80 s drains the worker.
+  assert.deepEqual(changes[0]?.slice(0, 2), [1, 0]);
+  assert.equal(report.decisions[0]?.atMs, 80_000);
+  assert.deepEqual(changes[1], [0, 1, "a request arrived at a pool scaled to zero"]);
+  assert.equal(report.decisions[1]?.atMs, 318_000);
+  assert.deepEqual(report.workers_over_time, [
+    [0, 1],
+    [80, 0],
+    [318, 1],
+  ]);
+  // The first request after the quiet spell waits the 15 s start-up; the first burst's did not.
+  const second = ttfts.slice(10);
+  assert.ok(Math.max(...ttfts.slice(0, 10)) < 1000, JSON.stringify(ttfts.slice(0, 10)));
+  assert.ok(second[0]! >= 15_000 && second[0]! < 16_000, JSON.stringify(second));
+  // No worker ran through the quiet spell after the drain: 80 s of the first worker, then one from 318 s.
+  assert.ok(report.worker_seconds < 80 + (result.sim_seconds - 318) + 1, String(report.worker_seconds));
+});

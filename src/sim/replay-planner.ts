@@ -40,6 +40,7 @@ export class ReplayPlanner {
   readonly #timeline: Array<[number, number]> = [];
   #traffic: TrafficWindow | undefined;
   readonly #live: LiveLatency;
+  #planner: Planner | undefined;
   #now: () => number = () => 0;
   #alive = 0;
   #aliveSince = 0;
@@ -94,6 +95,7 @@ export class ReplayPlanner {
       connector,
       logger: silentLogger,
       signals: {
+        idleMs: (now) => live.idleMs(now, 0),
         takeInterval: (now) => traffic.takeInterval(now),
         estimates: (pool) =>
           live.estimates(clock.now(), pool === "aggregated" ? roles.flatMap((r) => fleet.workers(r)) : fleet.workers(pool)),
@@ -102,6 +104,7 @@ export class ReplayPlanner {
         if (d.to !== d.from) this.#decisions.push(d);
       },
     });
+    this.#planner = planner;
     await new Promise<void>((resolve) => {
       if (signal.aborted) resolve();
       else signal.addEventListener("abort", () => resolve(), { once: true });
@@ -111,13 +114,22 @@ export class ReplayPlanner {
   };
 
   /** What `replay` takes from the planner: spread it into the replay's options. */
-  get hooks(): Pick<ReplayOptions, "control" | "onRequestFinished" | "onRequestStarted"> {
-    return { control: this.control, onRequestFinished: this.onRequestFinished, onRequestStarted: this.onRequestStarted };
+  get hooks(): Pick<ReplayOptions, "control" | "onRequestFinished" | "onRequestStarted" | "keptModels"> {
+    return {
+      control: this.control,
+      onRequestFinished: this.onRequestFinished,
+      onRequestStarted: this.onRequestStarted,
+      // With --min-workers 0 the replay's model stays served while its pool is scaled to zero.
+      keptModels: this.#options.minWorkers === 0 ? ["replay"] : [],
+    };
   }
 
   /** The replay's `onRequestStarted`: the load loop's live latencies, per worker. */
   readonly onRequestStarted = (nowMs: number): RunningRequestListener => {
-    return this.#live.begin(nowMs);
+    const request = this.#live.begin(nowMs);
+    // A pool scaled to zero gets its worker now; the request waits for it at the router.
+    this.#planner?.wake();
+    return request;
   };
 
   /** The replay's `onRequestFinished`. */

@@ -86,6 +86,8 @@ export interface ReplayOptions {
   readonly onRequestFinished?: (request: FinishedReplayRequest) => void;
   /** Follows each request while it runs, on the virtual clock (a planner's live latencies). */
   readonly onRequestStarted?: (nowMs: number) => RunningRequestListener;
+  /** Models kept served while they have no worker (a planner with `--min-workers 0`): their requests wait. */
+  readonly keptModels?: readonly string[] | undefined;
   /** Receives the router's overhead and disaggregation metrics, as `armature serve`'s /metrics does. */
   readonly meter?: MetricMeter;
   /** Targets for goodput (requests meeting every target per second). */
@@ -168,6 +170,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       else recorder.remotePrefills++;
     },
   });
+  for (const model of options.keptModels ?? []) routing.router.workers.keep(model);
   const fleet = new MockerFleet({
     runtime,
     clock,
