@@ -115,6 +115,10 @@ test("bad flags end with a message naming the flag", () => {
     [[...planes, "--slo-ttft", "fast", "--", "--engine", "mocker"], /^--slo-ttft \(ARMATURE_SLO_TTFT\) must be a number/],
     [[...planes, "--planner", "sla", "--", "--engine", "mocker"], /^--profile is required with --planner sla/],
     [
+      [...planes, "--min-workers", "0", "--", "--engine", "mocker"],
+      /^--min-workers 0 is not served by armature planner yet: its frontends are other processes/,
+    ],
+    [
       [...planes, "--min-workers", "2", "--max-workers", "3", "--", "--role", "prefill", "--", "--role", "decode"],
       /--min-workers \(2\) for each of the prefill and decode pools needs 4 workers/,
     ],
