@@ -39,5 +39,13 @@ export interface Discovery {
    * change. Returns a function that stops the watch.
    */
   watch(listener: (event: DiscoveryEvent) => void): Unsubscribe;
+  /**
+   * Claims `name` for `holder` under a lease of `ttlMs`, if nobody holds it: the lease while this
+   * holder keeps it alive, `undefined` while another holds it (one planner of a deployment acts).
+   * A claim whose lease lapses or is revoked can be taken by the next caller.
+   */
+  claim(name: string, holder: string, options: { ttlMs: number }): Promise<Lease | undefined>;
+  /** Who holds `name` now, if anyone. */
+  holder(name: string): Promise<string | undefined>;
   close(): Promise<void>;
 }

@@ -89,4 +89,26 @@ export function discoveryContract(name: string, makeFixture: () => Promise<Disco
       await waitFor(() => seen.includes("late"));
       stop();
     }));
+
+  test(`${name}: a claim is held by one holder at a time, and free again once revoked or lapsed`, () =>
+    withFixture(async ({ discovery, passTime }) => {
+      const first = await discovery.claim("planner", "p1", { ttlMs: 1000 });
+      assert.ok(first, "a free name is claimed");
+      assert.equal(await discovery.claim("planner", "p2", { ttlMs: 1000 }), undefined, "held: refused");
+      assert.equal(await discovery.holder("planner"), "p1");
+      assert.ok(await discovery.claim("other", "p2", { ttlMs: 1000 }), "another name is its own");
+      await first.revoke();
+      const second = await discovery.claim("planner", "p2", { ttlMs: 1000 });
+      assert.ok(second, "revoked: the next caller takes it");
+      assert.equal(await discovery.holder("planner"), "p2");
+      await passTime(400);
+      assert.equal(await second.keepAlive(), true);
+      assert.equal(await discovery.claim("planner", "p3", { ttlMs: 1000 }), undefined);
+      // Not kept alive: it lapses, and p3 takes it; p2's keep-alive then says it is lost.
+      await passTime(2500);
+      assert.equal(await discovery.holder("planner"), undefined);
+      assert.ok(await discovery.claim("planner", "p3", { ttlMs: 1000 }));
+      assert.equal(await second.keepAlive(), false);
+      assert.equal(await discovery.holder("planner"), "p3");
+    }));
 }

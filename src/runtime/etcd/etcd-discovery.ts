@@ -7,6 +7,8 @@ import { decodeMessage, encodeMessage } from "../wire-codec.js";
 export interface EtcdDiscoveryOptions {
   /** Key prefix of this deployment. Default `/armature/instances/`. */
   readonly prefix?: string;
+  /** Key prefix of its claims (`claim`). Default the instances' prefix with `claims/` for `instances/`. */
+  readonly claimPrefix?: string;
   /** Reports errors of background watches (they retry by themselves). */
   readonly onError?: (error: unknown) => void;
   /** Where malformed records are counted (they are skipped). Default: a private counter. */
@@ -21,6 +23,7 @@ export interface EtcdDiscoveryOptions {
 export class EtcdDiscovery implements Discovery {
   readonly #etcd: Etcd3;
   readonly #prefix: string;
+  readonly #claimPrefix: string;
   readonly #onError: (error: unknown) => void;
   readonly #watchers = new Set<Promise<Watcher | undefined>>();
   readonly #invalid: InvalidMessages;
@@ -28,6 +31,9 @@ export class EtcdDiscovery implements Discovery {
   constructor(etcd: Etcd3, options: EtcdDiscoveryOptions = {}) {
     this.#etcd = etcd;
     this.#prefix = options.prefix ?? "/armature/instances/";
+    this.#claimPrefix =
+      options.claimPrefix ??
+      (this.#prefix.endsWith("/instances/") ? `${this.#prefix.slice(0, -"instances/".length)}claims/` : `${this.#prefix}.claims/`);
     this.#onError = options.onError ?? (() => {});
     this.#invalid = options.invalidMessages ?? new InvalidMessages();
   }
@@ -69,6 +75,39 @@ export class EtcdDiscovery implements Discovery {
         await lease.revoke();
       },
     };
+  }
+
+  /** The key is created under a fresh lease only if it does not exist (one etcd transaction). */
+  async claim(name: string, holder: string, options: { ttlMs: number }): Promise<Lease | undefined> {
+    const key = this.#claimPrefix + name;
+    const lease: EtcdLease = this.#etcd.lease(Math.max(1, Math.ceil(options.ttlMs / 1000)), { autoKeepAlive: false });
+    const id = await lease.grant();
+    const result = await this.#etcd
+      .if(key, "Create", "==", 0)
+      .then(this.#etcd.put(key).value(holder).lease(id))
+      .commit();
+    if (!result.succeeded) {
+      await lease.revoke().catch(() => {});
+      return undefined;
+    }
+    return {
+      id,
+      keepAlive: async () => {
+        try {
+          const response = await lease.keepaliveOnce();
+          return Number(response.TTL) > 0 && (await this.holder(name)) === holder;
+        } catch {
+          return false;
+        }
+      },
+      revoke: async () => {
+        await lease.revoke();
+      },
+    };
+  }
+
+  async holder(name: string): Promise<string | undefined> {
+    return (await this.#etcd.get(this.#claimPrefix + name).string()) ?? undefined;
   }
 
   async list(): Promise<InstanceRecord[]> {

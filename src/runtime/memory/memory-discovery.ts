@@ -18,6 +18,7 @@ export interface MemoryDiscoveryOptions {
 export class MemoryDiscovery implements Discovery {
   readonly #clock: Clock;
   readonly #entries = new Map<string, Entry>();
+  readonly #claims = new Map<string, { holder: string; leaseId: string; ttlMs: number; expiresAt: number }>();
   readonly #listeners = new Set<(event: DiscoveryEvent) => void>();
   readonly #stop = new AbortController();
   #leaseSeq = 0;
@@ -55,6 +56,30 @@ export class MemoryDiscovery implements Discovery {
         if (this.#entries.get(instance.id)?.leaseId === leaseId) this.#remove(instance.id);
       },
     };
+  }
+
+  async claim(name: string, holder: string, options: { ttlMs: number }): Promise<Lease | undefined> {
+    const now = this.#clock.now();
+    const current = this.#claims.get(name);
+    if (current && current.expiresAt >= now) return undefined;
+    const claim = { holder, leaseId: `lease-${++this.#leaseSeq}`, ttlMs: options.ttlMs, expiresAt: now + options.ttlMs };
+    this.#claims.set(name, claim);
+    return {
+      id: claim.leaseId,
+      keepAlive: async () => {
+        if (this.#claims.get(name) !== claim || claim.expiresAt < this.#clock.now()) return false;
+        claim.expiresAt = this.#clock.now() + claim.ttlMs;
+        return true;
+      },
+      revoke: async () => {
+        if (this.#claims.get(name) === claim) this.#claims.delete(name);
+      },
+    };
+  }
+
+  async holder(name: string): Promise<string | undefined> {
+    const claim = this.#claims.get(name);
+    return claim && claim.expiresAt >= this.#clock.now() ? claim.holder : undefined;
   }
 
   async list(): Promise<InstanceRecord[]> {
