@@ -13,6 +13,7 @@ import {
   waitHealthy,
 } from "../engines/index.js";
 import { createTracing, type Logger } from "../observability/index.js";
+import { plannerWorkerOrigin } from "../planner/connectors/local-worker.js";
 import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -102,7 +103,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
           ? await connectSglang({ ...common, ...publisher, role, loras: options.loras })
           : await connectLlamaServer({ ...common, loras: options.loras });
     try {
-      return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing });
+      return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing, startedBy: plannerWorkerOrigin() });
     } catch (error) {
       await engine.close();
       throw error;

@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
 import { createLogger, type Logger, PrometheusMeter } from "../observability/index.js";
 import {
   KubernetesConnector,
   LocalConnector,
   type LocalWorkerExit,
   Planner,
+  PlannerLease,
   type PlannerSignals,
   type ScalingConnector,
   TrafficWindow,
@@ -47,7 +49,7 @@ export async function plannerCommand(argv: readonly string[], out: (t: string) =
     }
     const { planner } = options;
     out(
-      `armature planner (${planner.mode}, ${planner.layout}, ${options.connector.kind} connector${planner.advisory ? ", advisory" : ""}) at ${running.url}/v1/planner\n`,
+      `armature planner (${planner.mode}, ${planner.layout}, ${options.connector.kind} connector${planner.advisory ? ", advisory" : ""}${running.acting() ? "" : ", standing by: another planner acts"}) at ${running.url}/v1/planner\n`,
     );
     await untilSignal(logger);
     await running.close();
@@ -65,7 +67,7 @@ async function startPlannerProcess(
   runtime: Runtime,
   logger: Logger,
   out: (t: string) => void,
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; acting: () => boolean; close(): Promise<void> }> {
   const meter = new PrometheusMeter();
   const compiled = options.planner;
   const clock = runtime.clock;
@@ -100,16 +102,38 @@ async function startPlannerProcess(
   };
   let planner: Planner | undefined;
   let server: Server | undefined;
+  // One planner of a deployment acts (it holds the `planner` claim in etcd); others stand by and
+  // take over when it dies, adopting the workers it started on this machine.
+  const holder = `${hostname()}/${process.pid}`;
+  const lease = new PlannerLease({
+    discovery: runtime.discovery,
+    clock,
+    holder,
+    logger: logger.child({ component: "planner" }),
+    onChange: async (acting) => {
+      if (!acting || !local) return;
+      const adopted = local.adopt(await runtime.discovery.list());
+      if (adopted > 0) out(`armature planner: adopted ${adopted} worker${adopted === 1 ? "" : "s"} a previous planner started\n`);
+      // Local pools start empty: give each its floor now rather than at the first load-loop tick.
+      for (const role of options.roles) {
+        if ((await local.replicas(role)).desired < compiled.minWorkers) await local.scale(role, compiled.minWorkers);
+      }
+    },
+  });
   const close = async (): Promise<void> => {
-    // Stop deciding first, so no worker starts while they drain; then the port.
+    // Stop deciding first, so no worker starts while they drain; the claim is given up only once
+    // they have, so a standby never adopts a draining worker; then the port.
     await planner?.close();
     await connector.close();
+    await lease.close();
     unsubscribe();
     if (server) await closeServer(server);
   };
-  const state = (current: Planner): unknown => ({
+  const state = async (current: Planner): Promise<unknown> => ({
     ...current.state(),
     connector: options.connector.kind,
+    acting: lease.acting,
+    holder: await lease.holder().catch(() => undefined),
     ...(local ? { workers: options.roles.flatMap((role) => local.workers(role)) } : {}),
   });
   try {
@@ -117,9 +141,9 @@ async function startPlannerProcess(
     server = await listen(options, (req, res) => {
       if (req.method !== "GET") return send(res, 405, "text/plain", "only GET\n");
       if (req.url === "/v1/planner") {
-        return planner
-          ? send(res, 200, "application/json", JSON.stringify(state(planner)))
-          : send(res, 503, "text/plain", "starting\n");
+        if (!planner) return send(res, 503, "text/plain", "starting\n");
+        void state(planner).then((view) => send(res, 200, "application/json", JSON.stringify(view)));
+        return;
       }
       if (req.url === "/metrics") {
         for (const [kind, count] of runtime.invalidMessages.counts) dropped.set({ kind }, count);
@@ -131,8 +155,6 @@ async function startPlannerProcess(
       }
       send(res, 404, "text/plain", "GET /v1/planner or GET /metrics\n");
     });
-    // Local pools start empty: give each its floor now rather than at the first load-loop tick.
-    if (local) for (const role of options.roles) await local.scale(role, compiled.minWorkers);
     planner = Planner.start({
       options: compiled,
       clock,
@@ -140,14 +162,16 @@ async function startPlannerProcess(
       signals,
       meter,
       logger: logger.child({ component: "planner" }),
+      acting: () => lease.acting,
     });
+    await lease.start();
   } catch (error) {
     await close();
     throw error;
   }
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  return { url: `http://${host}:${address.port}`, close };
+  return { url: `http://${host}:${address.port}`, acting: () => lease.acting, close };
 }
 
 async function createConnector(
@@ -211,7 +235,9 @@ function workerEnvironment({ serve }: PlannerCommandOptions): NodeJS.ProcessEnv 
 }
 
 function describeExit(exit: LocalWorkerExit): string {
-  const how = exit.code !== null ? `exit ${exit.code}` : `signal ${exit.signal}`;
+  // An adopted worker is not this process's child: its exit status is not known.
+  const how =
+    exit.code !== null ? `exit ${exit.code}` : exit.signal !== null ? `signal ${exit.signal}` : "status unknown (adopted)";
   // A worker stopped before it was ready dies of the signal: it had nothing to drain.
   const why = exit.killed
     ? "killed after its drain deadline"

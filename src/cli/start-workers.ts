@@ -11,6 +11,7 @@ import {
 } from "../engines/index.js";
 import { type KvbmSettings, workerDiskDirectory } from "../kvbm/index.js";
 import { createTracing, type Logger, type MetricMeter, PrometheusMeter, type Tracing } from "../observability/index.js";
+import { plannerWorkerOrigin } from "../planner/connectors/local-worker.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
 import { checkTransferSecret, openObjectStore, type TransferAgentOptions } from "../transfer/index.js";
@@ -135,7 +136,17 @@ export async function startWorkers(
       minFreeBytes: options.minSharedFreeBytes,
     };
     try {
-      return await WorkerHost.create({ runtime, engine, modelName, logger, role, transfer, exportLimits, tracing });
+      return await WorkerHost.create({
+        runtime,
+        engine,
+        modelName,
+        logger,
+        role,
+        transfer,
+        exportLimits,
+        tracing,
+        startedBy: plannerWorkerOrigin(),
+      });
     } catch (error) {
       await engine.close();
       throw error;

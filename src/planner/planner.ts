@@ -60,6 +60,11 @@ export interface PlannerDeps {
   readonly logger: Logger;
   /** Hears every decision (replay keeps the timeline). */
   readonly onDecision?: ((record: PlannerDecisionRecord) => void) | undefined;
+  /**
+   * Whether this planner may change the pools now (`PlannerLease`: one planner of a deployment
+   * acts); while false it decides and reports, as in advisory mode. Default: always.
+   */
+  readonly acting?: (() => boolean) | undefined;
 }
 
 /**
@@ -150,7 +155,7 @@ export class Planner {
    * (the request waits for it in the router's admission queue). Cheap when no pool is empty.
    */
   wake(): void {
-    if (this.#waking || this.#deps.options.advisory || this.#stop.signal.aborted) return;
+    if (this.#waking || this.#deps.options.advisory || this.#deps.acting?.() === false || this.#stop.signal.aborted) return;
     const empty = this.pools.filter((pool) => this.#pools[pool]?.desired === 0);
     if (empty.length === 0) return;
     const now = this.#deps.clock.now();
@@ -235,10 +240,12 @@ export class Planner {
     await Promise.allSettled([...this.#running, this.#waking]);
   }
 
-  async #apply(record: PlannerDecisionRecord): Promise<void> {
-    const change = record.to !== record.from;
+  async #apply(given: PlannerDecisionRecord): Promise<void> {
+    const change = given.to !== given.from;
+    const standby = change && this.#deps.acting?.() === false;
+    const record = standby ? { ...given, reason: `${given.reason}; standby: another planner acts` } : given;
     let applied = false;
-    if (change && !this.#deps.options.advisory) {
+    if (change && !this.#deps.options.advisory && !standby) {
       try {
         await this.#deps.connector.scale(record.pool as WorkerRole, record.to);
         applied = true;

@@ -321,6 +321,7 @@ export const instanceRecordSchema = object({
   model: modelName,
   card: modelCardSchema,
   transferAgent: optional(agentMetadataSchema),
+  startedBy: optional(object({ host: str({ maxLength: 255 }), pid: int(1, 2 ** 31 - 1) })),
 });
 
 /** Requests one traffic report may sum: far more than a frontend finishes in a second. */

@@ -9,6 +9,17 @@ export interface InstanceRecord {
   readonly card: ModelCard;
   /** The instance's transfer agent, for peers that move KV bytes to or from it. */
   readonly transferAgent?: AgentMetadata | undefined;
+  /**
+   * A worker process a planner's local connector started: where it runs, so a planner that takes
+   * over (after the one that started it died) can adopt it and drain it with SIGTERM.
+   */
+  readonly startedBy?: PlannerWorkerOrigin | undefined;
+}
+
+/** The machine and process of a worker a planner's local connector started. */
+export interface PlannerWorkerOrigin {
+  readonly host: string;
+  readonly pid: number;
 }
 
 /** A registration kept alive by keep-alives; it expires after its TTL without them. */

@@ -1,6 +1,6 @@
 export type { Clock } from "./clock.js";
 export { RealClock, VirtualClock } from "./clock.js";
-export type { Discovery, DiscoveryEvent, InstanceRecord, Lease, Unsubscribe } from "./discovery.js";
+export type { Discovery, DiscoveryEvent, InstanceRecord, Lease, PlannerWorkerOrigin, Unsubscribe } from "./discovery.js";
 export type { DistributedRuntimeOptions } from "./distributed-runtime.js";
 export { connectDistributedRuntime, KV_EVENTS_STREAM } from "./distributed-runtime.js";
 export type { DurableEventLog, LoggedEvent } from "./durable-event-log.js";

@@ -16,7 +16,7 @@ import {
   type WorkerRole,
   wireTraceContextSchema,
 } from "../protocol/index.js";
-import type { InstanceRecord, Lease, Registration, Runtime } from "../runtime/index.js";
+import type { InstanceRecord, Lease, PlannerWorkerOrigin, Registration, Runtime } from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
@@ -38,6 +38,8 @@ export interface WorkerHostOptions {
   readonly id?: string;
   /** Discovery lease TTL. Default 10 s; keep-alives go every third of it. */
   readonly leaseTtlMs?: number;
+  /** Registered with the instance when a planner's local connector started this process. */
+  readonly startedBy?: PlannerWorkerOrigin | undefined;
   /** KV event batches kept for recovery queries. Default 1024 (Dynamo's ring buffer). */
   readonly recentEvents?: number;
   /** How often load is published even when it does not change. Default 1 s. */
@@ -195,7 +197,14 @@ export class WorkerHost {
   }
 
   #record(): InstanceRecord {
-    return { id: this.id, role: this.card.role, model: this.card.name, card: this.card, transferAgent: this.#agent?.metadata };
+    return {
+      id: this.id,
+      role: this.card.role,
+      model: this.card.name,
+      card: this.card,
+      transferAgent: this.#agent?.metadata,
+      ...(this.#o.startedBy ? { startedBy: this.#o.startedBy } : {}),
+    };
   }
 
   /** The card lists the adapters served now: registered again, frontends and routers see the change. */

@@ -1,11 +1,15 @@
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { connect } from "@nats-io/transport-node";
+import { Etcd3 } from "etcd3";
 import OpenAI from "openai";
+import { isRunning } from "../../src/planner/connectors/adopted-worker.js";
 import { FakeKubernetesApi } from "../../src/planner/connectors/fake-kubernetes-api.js";
+import { PLANNER_CLAIM } from "../../src/planner/index.js";
+import { EtcdDiscovery } from "../../src/runtime/etcd/index.js";
 import { encodeMessage } from "../../src/runtime/index.js";
 import { startArmature } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers } from "../helpers/cluster-servers.js";
@@ -237,5 +241,108 @@ test("armature planner --connector kubernetes raises a Deployment to --min-worke
     await planner?.stop();
     await api.close();
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("two armature planners: one acts, the other stands by; SIGKILL the one acting and the other takes over, adopting its workers", async () => {
+  const flags = [
+    "planner",
+    ...servers.flags,
+    "--planner",
+    "load",
+    "--connector",
+    "local",
+    "--min-workers",
+    "2",
+    "--max-workers",
+    "3",
+    "--planner-load-interval",
+    "1",
+    "--",
+    "--engine",
+    "mocker",
+  ];
+  const etcd = new Etcd3({ hosts: servers.etcd.endpoint });
+  const discovery = new EtcdDiscovery(etcd);
+  const first = await startArmature(flags);
+  let second: Awaited<ReturnType<typeof startArmature>> | undefined;
+  try {
+    const view = async (url: string) =>
+      (await (await fetch(`${url}/v1/planner`)).json()) as PlannerView & { acting: boolean; holder?: string };
+    const until = async <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const v = await read();
+        if (ok(v)) return v;
+        if (Date.now() > deadline)
+          throw new Error(
+            `${what} did not happen in time: ${JSON.stringify(v)}\n${first.output().slice(-3000)}\n${second?.output().slice(-3000)}`,
+          );
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await until(
+      "the first planner's two workers",
+      () => view(first.url),
+      (v) => v.acting && v.pools.aggregated?.ready === 2,
+    );
+    const started = await workers();
+    assert.equal(started.length, 2);
+    assert.ok(started.every((w) => w.startedBy?.pid !== first.child.pid && w.startedBy?.host === hostname()));
+
+    second = await startArmature(flags);
+    assert.match(second.output(), /standing by: another planner acts/);
+    const standby = await view(second.url);
+    assert.equal(standby.acting, false);
+    assert.equal(standby.holder, (await view(first.url)).holder);
+    // Standing by for three load-loop periods, it starts nothing.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.deepEqual((await view(second.url)).workers, []);
+    assert.equal((await workers()).length, 2);
+
+    // The acting planner dies without a word; its workers keep serving, and the claim lapses.
+    first.child.kill("SIGKILL");
+    const took = await until(
+      "the second planner takes over",
+      () => view(second!.url),
+      (v) => v.acting,
+      15_000,
+    );
+    assert.deepEqual(
+      took.workers.map((w) => w.state),
+      ["ready", "ready"],
+    );
+    assert.match(second.output(), /adopted 2 workers a previous planner started/);
+    // Its next load-loop tick reads the adopted pool: two desired, two ready.
+    await until(
+      "the adopted pool in the planner's view",
+      () => view(second!.url),
+      (v) => v.pools.aggregated?.desired === 2 && v.pools.aggregated.ready === 2,
+      5000,
+    );
+    // It adopted them rather than starting its own: the same two processes serve.
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.deepEqual((await workers()).map((w) => w.id).sort(), started.map((w) => w.id).sort());
+
+    // Stopped, it drains the adopted workers too (SIGTERM by pid), and gives the claim up.
+    assert.equal(await second.stop("SIGINT"), 0, second.output().slice(-3000));
+    second = undefined;
+    await until("the adopted workers leave discovery", workers, (w) => w.length === 0, 15_000);
+    for (const worker of started) assert.equal(isRunning(worker.startedBy?.pid as number), false);
+    assert.equal(await discovery.holder(PLANNER_CLAIM), undefined);
+  } finally {
+    await second?.stop();
+    await first.stop().catch(() => undefined);
+    // Anything left of the first planner's workers goes too.
+    for (const worker of await workers().catch(() => [])) {
+      try {
+        process.kill(worker.startedBy?.pid as number, "SIGKILL");
+      } catch {}
+    }
+    await discovery.close();
+    etcd.close();
+  }
+  async function workers() {
+    return (await discovery.list()).filter((i) => i.startedBy !== undefined);
   }
 });

@@ -1,6 +1,9 @@
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../observability/index.js";
 import type { WorkerRole } from "../../protocol/index.js";
+import type { InstanceRecord } from "../../runtime/index.js";
+import { AdoptedWorker, isRunning } from "./adopted-worker.js";
 import { LocalWorker, type LocalWorkerExit, type LocalWorkerInfo } from "./local-worker.js";
 import {
   checkReplicaCount,
@@ -32,10 +35,13 @@ export interface LocalConnectorOptions {
   readonly logger?: Logger;
 }
 
+/** A worker of a pool: a child this connector started, or one it adopted from a planner before it. */
+type PoolWorker = LocalWorker | AdoptedWorker;
+
 interface Pool {
   target: number;
   /** Workers starting or ready, oldest first; scale-down stops the newest. */
-  readonly workers: LocalWorker[];
+  readonly workers: PoolWorker[];
 }
 
 /**
@@ -49,7 +55,7 @@ interface Pool {
 export class LocalConnector implements ScalingConnector {
   readonly #o: LocalConnectorOptions & { command: readonly [string, ...string[]]; stopTimeoutMs: number };
   readonly #pools = new Map<WorkerRole, Pool>();
-  readonly #draining = new Set<LocalWorker>();
+  readonly #draining = new Set<PoolWorker>();
   readonly #stopping = new Set<Promise<LocalWorkerExit>>();
   readonly #onProcessExit = (): void => this.#killAll();
   #serial = 0;
@@ -83,7 +89,41 @@ export class LocalConnector implements ScalingConnector {
     checkReplicaCount(role, count);
     pool.target = count;
     while (pool.workers.length < count) pool.workers.push(this.#spawn(role, pool));
-    while (pool.workers.length > count) this.#stop(pool.workers.pop() as LocalWorker);
+    while (pool.workers.length > count) this.#stop(pool.workers.pop() as PoolWorker);
+  }
+
+  /**
+   * Adopts the workers another planner's local connector started on this machine and left running
+   * (it was killed): the processes of `instances` registered with `startedBy` on this host, alive,
+   * of a role this connector scales and not already in a pool. Each joins its pool (its target
+   * grows by one) and is stopped like a child. Returns how many processes were adopted.
+   */
+  adopt(instances: readonly InstanceRecord[]): number {
+    if (this.#closed) throw connectorClosed("local");
+    const here = hostname();
+    const known = new Set<number>();
+    for (const pool of this.#pools.values()) for (const w of pool.workers) if (w.pid !== undefined) known.add(w.pid);
+    for (const w of this.#draining) if (w.pid !== undefined) known.add(w.pid);
+    const byPid = new Map<number, InstanceRecord[]>();
+    for (const instance of instances) {
+      const origin = instance.startedBy;
+      if (!origin || origin.host !== here || origin.pid === process.pid || known.has(origin.pid)) continue;
+      if (!this.#pools.has(instance.role) || !isRunning(origin.pid)) continue;
+      byPid.set(origin.pid, [...(byPid.get(origin.pid) ?? []), instance]);
+    }
+    for (const [pid, records] of byPid) {
+      const role = (records[0] as InstanceRecord).role;
+      const pool = this.#pool(role);
+      const worker = new AdoptedWorker({ name: `${role}-${++this.#serial}`, role, pid, instanceIds: records.map((r) => r.id) });
+      this.#watchExit(worker, pool);
+      pool.workers.push(worker);
+      pool.target += 1;
+      this.#o.logger?.info(
+        { worker: worker.name, pid, instances: worker.instanceIds },
+        "adopted a worker a previous planner started",
+      );
+    }
+    return byPid.size;
   }
 
   /** The pool's workers, draining ones included. */
@@ -137,6 +177,11 @@ export class LocalConnector implements ScalingConnector {
       env: this.#o.env ?? process.env,
       onLine: this.#o.onLine ?? (() => {}),
     });
+    this.#watchExit(worker, pool);
+    return worker;
+  }
+
+  #watchExit(worker: PoolWorker, pool: Pool): void {
     void worker.exited.then((exit) => {
       // Told to stop: #stop reports it. Otherwise it exited by itself: out of the pool, reported, not restarted.
       if (exit.requested) return;
@@ -145,10 +190,9 @@ export class LocalConnector implements ScalingConnector {
       this.#o.logger?.warn({ worker: exit.name, code: exit.code, signal: exit.signal }, "worker exited without being stopped");
       this.#o.onExit?.(exit);
     });
-    return worker;
   }
 
-  #stop(worker: LocalWorker): void {
+  #stop(worker: PoolWorker): void {
     this.#draining.add(worker);
     const stopping = worker.stop(this.#o.stopTimeoutMs).then((exit) => {
       this.#draining.delete(worker);

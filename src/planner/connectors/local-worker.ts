@@ -1,6 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { hostname } from "node:os";
 import { createInterface } from "node:readline";
 import type { WorkerRole } from "../../protocol/index.js";
+import type { PlannerWorkerOrigin } from "../../runtime/index.js";
+
+/**
+ * Set in the environment of every worker the local connector starts: such a worker registers
+ * where it runs (`InstanceRecord.startedBy`), so a planner that takes over can adopt it.
+ */
+export const PLANNER_WORKER_ENV = "ARMATURE_PLANNER_WORKER";
+
+/** This process's host and pid when a local connector started it, else undefined. */
+export function plannerWorkerOrigin(env: NodeJS.ProcessEnv = process.env): PlannerWorkerOrigin | undefined {
+  return env[PLANNER_WORKER_ENV] === "1" ? { host: hostname(), pid: process.pid } : undefined;
+}
 
 /** `armature worker` prints this once its engines are registered in discovery and serving. */
 const READY_LINE = /^armature worker (\S+(?:, \S+)*) serving /;
@@ -59,7 +72,7 @@ export class LocalWorker implements LocalWorkerInfo {
     this.name = options.name;
     this.role = options.role;
     this.#child = spawn(options.command, options.args, {
-      env: options.env,
+      env: { ...options.env, [PLANNER_WORKER_ENV]: "1" },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });

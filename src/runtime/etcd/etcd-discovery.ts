@@ -33,7 +33,9 @@ export class EtcdDiscovery implements Discovery {
     this.#prefix = options.prefix ?? "/armature/instances/";
     this.#claimPrefix =
       options.claimPrefix ??
-      (this.#prefix.endsWith("/instances/") ? `${this.#prefix.slice(0, -"instances/".length)}claims/` : `${this.#prefix}.claims/`);
+      (this.#prefix.endsWith("/instances/")
+        ? `${this.#prefix.slice(0, -"instances/".length)}claims/`
+        : `${this.#prefix}.claims/`);
     this.#onError = options.onError ?? (() => {});
     this.#invalid = options.invalidMessages ?? new InvalidMessages();
   }
@@ -82,10 +84,7 @@ export class EtcdDiscovery implements Discovery {
     const key = this.#claimPrefix + name;
     const lease: EtcdLease = this.#etcd.lease(Math.max(1, Math.ceil(options.ttlMs / 1000)), { autoKeepAlive: false });
     const id = await lease.grant();
-    const result = await this.#etcd
-      .if(key, "Create", "==", 0)
-      .then(this.#etcd.put(key).value(holder).lease(id))
-      .commit();
+    const result = await this.#etcd.if(key, "Create", "==", 0).then(this.#etcd.put(key).value(holder).lease(id)).commit();
     if (!result.succeeded) {
       await lease.revoke().catch(() => {});
       return undefined;
