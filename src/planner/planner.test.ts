@@ -179,3 +179,42 @@ test("--min-workers 0: the pool drains its last worker after --scale-to-zero-aft
     await Promise.all([planner.close(), connector.close()]);
   }
 });
+
+test("a planner standing by decides and reports, and changes nothing until it acts", async () => {
+  let acting = false;
+  const clock = new VirtualClock();
+  const connector = await VirtualConnector.create({
+    clock,
+    roles: ["aggregated"],
+    startupDelayMs: 0,
+    initialWorkers: { aggregated: ["w0"] },
+    workers: { addWorker: () => "w1", drainWorker: async () => {}, removeWorker: () => {} },
+  });
+  const decisions: PlannerDecisionRecord[] = [];
+  const planner = Planner.start({
+    options: compilePlannerOptions({ loadIntervalSeconds: 5, cooldownSeconds: 0 }),
+    clock,
+    connector,
+    logger: silentLogger,
+    signals: {
+      takeInterval: () => ({ requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 }),
+      estimates: () => [{ ttftMs: 900, itlMs: 30 }],
+    },
+    onDecision: (d) => decisions.push(d),
+    acting: () => acting,
+  });
+  try {
+    await clock.advance(5000);
+    assert.equal((await connector.replicas("aggregated")).desired, 1);
+    assert.deepEqual(
+      [decisions[0]?.to, decisions[0]?.applied, decisions[0]?.reason.endsWith("; standby: another planner acts")],
+      [2, false, true],
+    );
+    acting = true;
+    await clock.advance(5000);
+    assert.equal((await connector.replicas("aggregated")).desired, 2);
+    assert.equal(decisions.at(-1)?.applied, true);
+  } finally {
+    await Promise.all([planner.close(), connector.close()]);
+  }
+});

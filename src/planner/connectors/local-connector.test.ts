@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { WorkerRole } from "../../protocol/index.js";
+import type { ModelCard, WorkerRole } from "../../protocol/index.js";
+import type { InstanceRecord } from "../../runtime/index.js";
+import { isRunning } from "./adopted-worker.js";
 import { LocalConnector, type LocalConnectorOptions } from "./local-connector.js";
 import type { LocalWorkerExit } from "./local-worker.js";
 import { scalingConnectorContract } from "./scaling-connector-contract.js";
@@ -23,6 +26,20 @@ process.on("SIGTERM", () => {
 });
 setInterval(() => {}, 1000);
 `;
+
+const TINY_CARD: ModelCard = {
+  name: "m",
+  role: "decode",
+  engine: "mocker",
+  blockSize: 16,
+  totalKvBlocks: 100,
+  maxBatchedTokens: 512,
+  maxSequences: 4,
+  contextLength: 1024,
+  tokenizer: { kind: "bytes" },
+  eosTokenIds: [0],
+  publishesKvEvents: true,
+};
 
 let dir: string;
 let stub: string;
@@ -151,4 +168,48 @@ test("close stops every pool's workers and waits for all of them", async () => {
   await connector.close();
   assert.deepEqual(exits.map((e) => e.code).sort(), [0, 0, 0]);
   assert.deepEqual(connector.workers("decode"), []);
+});
+
+test("adopt: the live workers another planner's connector started on this host join their pools and drain like children", async () => {
+  // Two orphans of a dead planner (spawned here, detached, as that planner did), one record each.
+  const orphan = () => spawn(process.execPath, [stub], { detached: true, stdio: "ignore", env: process.env });
+  const [a, b] = [orphan(), orphan()];
+  const record = (id: string, role: WorkerRole, pid: number, host = hostname()): InstanceRecord => ({
+    id,
+    role,
+    model: "m",
+    card: { ...TINY_CARD, role },
+    startedBy: { host, pid },
+  });
+  const connector = await connect();
+  try {
+    const adopted = connector.adopt([
+      record("a1", "decode", a.pid as number),
+      record("a2", "decode", a.pid as number),
+      record("b1", "prefill", b.pid as number),
+      // Not adopted: another host's, a dead one's, one no local connector started, a role not scaled.
+      record("x", "decode", b.pid as number, "elsewhere"),
+      record("y", "decode", 2 ** 31 - 2),
+      { ...record("z", "decode", 1), startedBy: undefined },
+      record("w", "aggregated", b.pid as number),
+    ]);
+    assert.equal(adopted, 2, "two processes (a's two instances are one)");
+    assert.deepEqual(await connector.replicas("decode"), { desired: 1, ready: 1 });
+    assert.deepEqual(await connector.replicas("prefill"), { desired: 1, ready: 1 });
+    assert.deepEqual(
+      connector.workers("decode").map((w) => [w.pid, w.instanceIds]),
+      [[a.pid, ["a1", "a2"]]],
+    );
+    assert.equal(connector.adopt([record("a1", "decode", a.pid as number)]), 0, "already adopted");
+    // Scaled down, the adopted worker gets SIGTERM, drains (the stub exits 0 after 100 ms) and is gone.
+    await connector.scale("decode", 0);
+    const [exit] = await connector.drained();
+    assert.deepEqual([exit?.pid, exit?.requested, exit?.killed, exit?.code], [a.pid, true, false, null]);
+    assert.equal(isRunning(a.pid as number), false);
+    assert.deepEqual(await connector.replicas("decode"), { desired: 0, ready: 0 });
+  } finally {
+    await connector.close();
+    for (const child of [a, b]) if (isRunning(child.pid as number)) process.kill(child.pid as number, "SIGKILL");
+  }
+  assert.equal(isRunning(b.pid as number), false, "close drained the adopted prefill worker too");
 });
