@@ -1,24 +1,12 @@
 import { REASONING_PARSER_NAMES, TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
+import { plannerSettings } from "./planner-settings.js";
+
+export { plannerSizingFlags } from "./planner-settings.js";
 
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
-
-/** The flags that size a planner besides `--planner` and the SLA targets (serve, planner, replay). */
-export const plannerSizingFlags = [
-  "profile",
-  "min-workers",
-  "scale-to-zero-after",
-  "max-workers",
-  "planner-interval",
-  "planner-load-interval",
-  "predictor",
-  "planner-cooldown",
-  "planner-up-threshold",
-  "planner-down-threshold",
-  "planner-quantile",
-] as const;
 
 /** One flag: its type, environment twin, help, and allowed values. */
 export interface Setting {
@@ -395,66 +383,7 @@ export const serveSettings: Record<string, Setting> = {
     help: "on | off: on writes a block to the disk tier only once it was used twice (default on)",
     choices: ["on", "off"],
   },
-  planner: {
-    type: "string",
-    env: "ARMATURE_PLANNER",
-    help: "load | sla: size the worker pools to meet --slo-ttft/--slo-itl (sla also predicts load from --profile; docs/planner.md)",
-    choices: ["load", "sla"],
-  },
-  profile: { type: "string", env: "ARMATURE_PROFILE", help: "planner: the worker profile from armature profile (JSON)" },
-  "slo-ttft": { type: "number", env: "ARMATURE_SLO_TTFT", help: "planner: time-to-first-token target, ms (default 500)" },
-  "slo-itl": { type: "number", env: "ARMATURE_SLO_ITL", help: "planner: inter-token latency target, ms (default 50)" },
-  "min-workers": {
-    type: "integer",
-    env: "ARMATURE_MIN_WORKERS",
-    help: "planner: fewest workers per pool (default 1; 0: scale to zero when idle, woken by the next request)",
-  },
-  "scale-to-zero-after": {
-    type: "number",
-    env: "ARMATURE_SCALE_TO_ZERO_AFTER",
-    help: "planner: with --min-workers 0, idle seconds before the last worker drains (default 600)",
-  },
-  "max-workers": { type: "integer", env: "ARMATURE_MAX_WORKERS", help: "planner: worker budget, all pools together (default 8)" },
-  "planner-interval": {
-    type: "number",
-    env: "ARMATURE_PLANNER_INTERVAL",
-    help: "planner: seconds between throughput-loop decisions (default 180)",
-  },
-  "planner-load-interval": {
-    type: "number",
-    env: "ARMATURE_PLANNER_LOAD_INTERVAL",
-    help: "planner: seconds between load-loop decisions (default 5)",
-  },
-  predictor: {
-    type: "string",
-    env: "ARMATURE_PREDICTOR",
-    help: "planner: constant | moving-average | kalman | holt-winters (default kalman)",
-  },
-  "planner-cooldown": {
-    type: "number",
-    env: "ARMATURE_PLANNER_COOLDOWN",
-    help: "planner: seconds a pool holds after a change (default 30)",
-  },
-  "planner-up-threshold": {
-    type: "number",
-    env: "ARMATURE_PLANNER_UP_THRESHOLD",
-    help: "planner: add a worker when latencies pass this share of their targets (default 1.0, Dynamo's)",
-  },
-  "planner-down-threshold": {
-    type: "number",
-    env: "ARMATURE_PLANNER_DOWN_THRESHOLD",
-    help: "planner: drain a worker when latencies are below this share of their targets (default 0.8)",
-  },
-  "planner-quantile": {
-    type: "number",
-    env: "ARMATURE_PLANNER_QUANTILE",
-    help: "planner: the quantile of each worker's live TTFTs and ITLs judged against the targets (default 0.9)",
-  },
-  "planner-advisory": {
-    type: "boolean",
-    env: "ARMATURE_PLANNER_ADVISORY",
-    help: "planner: decide and report (log, metrics, GET /v1/planner), change nothing",
-  },
+  ...plannerSettings,
   "durable-kv-events": {
     type: "string",
     env: "ARMATURE_DURABLE_KV_EVENTS",
@@ -492,8 +421,6 @@ export function serveUsage(): string {
     `  --${"config".padEnd(24)} JSON file whose keys are the flag names  [ARMATURE_CONFIG]`,
   ].join("\n");
 }
-
-/** Merges flags over environment over config file over defaults, and checks every value. */
 
 /** A refusal of a serve setting, naming the flag and its environment variable. */
 export function configError(flag: string, problem: string): ArmatureError {

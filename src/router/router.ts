@@ -6,7 +6,6 @@ import {
   type GenerateResponse,
   generateResponseSchema,
   isArmatureError,
-  type RequestEnd,
   type WorkerRole,
 } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -17,6 +16,7 @@ import { FirstTokenLead } from "./first-token-lead.js";
 import type { RoutingPolicy } from "./policy.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
+import { once, tapEnd, tracked } from "./routed-stream.js";
 import { WorkerSet } from "./worker-set.js";
 import type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";
 
@@ -412,80 +412,6 @@ export class Router {
       return undefined;
     }
   }
-}
-
-async function* once(end: RequestEnd): AsyncGenerator<GenerateResponse> {
-  yield end;
-}
-
-/** Passes a stream through, telling `onEnd` about its `request-end`. */
-async function* tapEnd(
-  source: AsyncIterable<GenerateResponse>,
-  onEnd: (end: RequestEnd) => void,
-): AsyncGenerator<GenerateResponse> {
-  for await (const item of source) {
-    if (item.type === "request-end") onEnd(item);
-    yield item;
-  }
-}
-
-/**
- * Wraps a worker's stream: each item is checked (`check` throws on a malformed one, and the call is
- * then cancelled), `release` runs exactly once when it ends, fails or is abandoned, and
- * `firstToken` on its first token.
- */
-function tracked(
-  source: AsyncIterable<unknown>,
-  release: () => void,
-  firstToken: () => void,
-  check: (item: unknown) => GenerateResponse,
-): AsyncIterable<GenerateResponse> {
-  let released = false;
-  let sawToken = false;
-  const releaseOnce = (): void => {
-    if (!released) {
-      released = true;
-      release();
-    }
-  };
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<GenerateResponse> {
-      const inner = source[Symbol.asyncIterator]();
-      return {
-        async next() {
-          let result: IteratorResult<unknown>;
-          try {
-            result = await inner.next();
-          } catch (error) {
-            releaseOnce();
-            throw error;
-          }
-          if (result.done) {
-            releaseOnce();
-            return { done: true, value: undefined };
-          }
-          let response: GenerateResponse;
-          try {
-            response = check(result.value);
-          } catch (error) {
-            releaseOnce();
-            await inner.return?.();
-            throw error;
-          }
-          if (!sawToken && response.type === "token-delta") {
-            sawToken = true;
-            firstToken();
-          }
-          return { done: false, value: response };
-        },
-        async return(value?: unknown) {
-          releaseOnce();
-          await inner.return?.();
-          return { done: true, value: value as GenerateResponse };
-        },
-      };
-    },
-  };
 }
 
 /**

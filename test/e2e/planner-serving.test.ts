@@ -197,6 +197,10 @@ test("--min-workers 0: an idle fleet scales to zero and keeps its model listed; 
     // Idle for a second: the last worker drains and leaves discovery.
     await until("the pool scales to zero", state, (s) => s.pools.aggregated?.desired === 0);
     await until("no worker serves", instances, (n) => n === 0);
+    // Healthy by design: a load balancer must not take the frontend out for it.
+    const health = (await (await fetch(`${url}/health`)).json()) as { status: string; message: string };
+    assert.deepEqual(health.status, "healthy");
+    assert.match(health.message, /Scaled to zero/);
     const down = (await state()).decisions.find((d) => d.to === 0);
     assert.match(down?.reason ?? "", /idle for [\d.]+ s \(--scale-to-zero-after 1 s\)/);
     // The model stays listed: clients see it, and its requests are held, not refused.

@@ -346,3 +346,86 @@ test("two armature planners: one acts, the other stands by; SIGKILL the one acti
     return (await discovery.list()).filter((i) => i.startedBy !== undefined);
   }
 });
+
+test("armature planner scales a disaggregated deployment end to end: prefill and decode pools of local workers, split requests, the prefill pool grown under load", async () => {
+  const planner = await startArmature([
+    "planner",
+    ...servers.flags,
+    "--planner",
+    "load",
+    "--connector",
+    "local",
+    // Every real request misses a 1 ms TTFT target: the prefill pool, judged on TTFT, grows.
+    "--slo-ttft",
+    "1",
+    "--slo-itl",
+    "1000",
+    "--min-workers",
+    "1",
+    "--max-workers",
+    "3",
+    "--planner-load-interval",
+    "1",
+    "--planner-cooldown",
+    "1",
+    "--",
+    "--role",
+    "prefill",
+    "--engine",
+    "mocker",
+    "--",
+    "--role",
+    "decode",
+    "--engine",
+    "mocker",
+  ]);
+  let frontend: Awaited<ReturnType<typeof startArmature>> | undefined;
+  const stop = { done: false };
+  let load: Promise<Outcome[]>[] = [];
+  try {
+    const view = async (): Promise<PlannerView> => (await (await fetch(`${planner.url}/v1/planner`)).json()) as PlannerView;
+    const until = async (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 25_000): Promise<PlannerView> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const v = await view();
+        if (predicate(v)) return v;
+        if (Date.now() > deadline)
+          throw new Error(`${what} did not happen in time: ${JSON.stringify(v)}\n${planner.output().slice(-4000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await until("a prefill and a decode worker", (v) => v.pools.prefill?.ready === 1 && v.pools.decode?.ready === 1);
+    frontend = await startArmature(["frontend", ...servers.flags, "--port", "0"]);
+    const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const prompt = (n: number, i: number) => `client ${n} request ${i} ${"a long prompt to prefill ".repeat(40)}`;
+    load = [0, 1, 2, 3].map(async (n) => {
+      const outcomes: Outcome[] = [];
+      for (let i = 0; !stop.done; i++) outcomes.push(await stream(client, prompt(n, i), 16));
+      return outcomes;
+    });
+    const grown = await until("the prefill pool grows", (v) => (v.pools.prefill?.ready ?? 0) >= 2);
+    assert.ok(grown.decisions.some((d) => d.action === "up" && d.to >= 2));
+    stop.done = true;
+    const outcomes = (await Promise.all(load)).flat();
+    assert.deepEqual(
+      outcomes.filter((o) => o.error !== undefined || o.tokens !== 16),
+      [],
+      "every request streamed to its length",
+    );
+    // The requests were split: prefilled on prefill workers, decoded on the decode worker.
+    const metrics = await (await fetch(`${frontend.url}/metrics`)).text();
+    const remote = Number(/disagg_prefill_requests_total\{where="remote"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    assert.ok(remote >= outcomes.length / 2, `remote prefills ${remote} of ${outcomes.length}:\n${metrics.slice(0, 3000)}`);
+    const workers = (await view()).workers;
+    assert.ok(workers.some((w) => w.name.startsWith("prefill-")) && workers.some((w) => w.name.startsWith("decode-")));
+    await frontend.stop("SIGINT");
+    frontend = undefined;
+    assert.equal(await planner.stop("SIGINT"), 0, planner.output().slice(-4000));
+    assert.doesNotMatch(planner.output(), /killed after|exited by itself/);
+  } finally {
+    stop.done = true;
+    await Promise.all(load);
+    await frontend?.stop();
+    await planner.stop();
+  }
+});

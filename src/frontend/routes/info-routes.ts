@@ -86,7 +86,8 @@ export function handleModel(
 }
 
 /**
- * `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered;
+ * `GET /health`: `healthy` with the instances, or `unhealthy` before any worker registered; a
+ * fleet its planner scaled to zero is `healthy` with none (its next request starts a worker);
  * `extra` adds what else the frontend serves (`grpc_port`).
  */
 export function handleHealth(
@@ -104,12 +105,15 @@ export function handleHealth(
     ...(w.card.threads ? { threads: w.card.threads } : {}),
     ...(w.card.engineUrl ? { engine_url: w.card.engineUrl } : {}),
   }));
+  const scaledToZero = instances.length === 0 && router.workers.models().length > 0;
   sendJson(
     res,
     200,
     instances.length > 0
       ? { status: "healthy", instances, ...extra }
-      : { status: "unhealthy", message: "No endpoints available", instances, ...extra },
+      : scaledToZero
+        ? { status: "healthy", message: "Scaled to zero: the next request starts a worker", instances, ...extra }
+        : { status: "unhealthy", message: "No endpoints available", instances, ...extra },
     headers,
   );
 }
