@@ -103,10 +103,8 @@ export async function startEmbeddedPlanner(
     hooks: {
       plannerState: () => planner.state(),
       onRequestStarted: (at) => {
-        const request = live.begin(at);
         // A pool scaled to zero gets its worker now; the request waits for it at the router.
-        planner.wake();
-        return request;
+        return live.begin(at, planner.wake());
       },
       keptModels: compiled.minWorkers === 0 ? started.modelNames : [],
       onRequestFinished: (request) => {

@@ -85,3 +85,24 @@ test("a request that ended without a token leaves no sample; ending twice counts
   live.forget("w1");
   assert.deepEqual(live.estimates(6200, ["w1"]), [{ ttftMs: 0, itlMs: 0 }]);
 });
+
+test("a request that met a cold start counts for its ITL only, waiting or done; idleness runs from the last request's end", () => {
+  const live = new LiveLatency(60_000);
+  assert.equal(live.idleMs(5000, 1000), 4000, "none yet: idle since the given start");
+  const cold = live.begin(0, true);
+  // Waiting 30 s for a worker to start: not counted as load.
+  assert.deepEqual(live.estimates(30_000, ["w1"]), [{ ttftMs: 0, itlMs: 0 }]);
+  assert.equal(live.idleMs(30_000, 0), 0, "a request runs");
+  cold.routed("w1");
+  cold.tokens(30_100, 1);
+  cold.tokens(30_120, 1); // one gap of 20 ms
+  cold.end(30_120);
+  assert.deepEqual(live.estimates(30_200, ["w1"]), [{ ttftMs: 0, itlMs: 20 }]);
+  assert.equal(live.idleMs(31_120, 0), 1000);
+  // A warm request after it counts whole.
+  const warm = live.begin(31_000);
+  warm.routed("w1");
+  warm.tokens(31_050, 1);
+  warm.end(31_050);
+  assert.deepEqual(live.estimates(31_100, ["w1"]), [{ ttftMs: 50, itlMs: 20 }]);
+});

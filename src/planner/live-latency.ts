@@ -39,6 +39,8 @@ class WindowedSamples {
 
 class Request implements TrackedRequest {
   readonly startedMs: number;
+  /** It arrived at a pool woken from zero: its wait was the start-up's. */
+  readonly coldStart: boolean;
   ttftWorker: string | undefined;
   itlWorker: string | undefined;
   firstMs = -1;
@@ -46,9 +48,10 @@ class Request implements TrackedRequest {
   count = 0;
   readonly #owner: LiveLatency;
 
-  constructor(owner: LiveLatency, startedMs: number) {
+  constructor(owner: LiveLatency, startedMs: number, coldStart: boolean) {
     this.#owner = owner;
     this.startedMs = startedMs;
+    this.coldStart = coldStart;
   }
 
   routed(workerId: string, prefillWorkerId?: string): void {
@@ -95,9 +98,12 @@ export class LiveLatency {
     this.#quantile = quantile;
   }
 
-  /** Follows a request that arrived at `nowMs`. */
-  begin(nowMs: number): TrackedRequest {
-    const request = new Request(this, nowMs);
+  /**
+   * Follows a request that arrived at `nowMs`. One that meets a cold start (`coldStart`: its pool
+   * was woken from zero) counts for its ITL only: its TTFT is the start-up's, not the load's.
+   */
+  begin(nowMs: number, coldStart = false): TrackedRequest {
+    const request = new Request(this, nowMs, coldStart);
     this.#running.add(request);
     this.#lastActivityMs = Math.max(this.#lastActivityMs ?? nowMs, nowMs);
     return request;
@@ -119,7 +125,7 @@ export class LiveLatency {
     if (!this.#running.delete(request)) return;
     this.#lastActivityMs = Math.max(this.#lastActivityMs ?? nowMs, nowMs);
     if (request.firstMs < 0 || request.itlWorker === undefined || request.ttftWorker === undefined) return;
-    samples(this.#ttft, request.ttftWorker).push(nowMs, request.firstMs - request.startedMs);
+    if (!request.coldStart) samples(this.#ttft, request.ttftWorker).push(nowMs, request.firstMs - request.startedMs);
     if (request.count > 1) {
       samples(this.#itl, request.itlWorker).push(nowMs, (request.lastMs - request.firstMs) / (request.count - 1));
     }
@@ -144,6 +150,7 @@ export class LiveLatency {
     }
     for (const request of this.#running) {
       if (request.firstMs < 0) {
+        if (request.coldStart) continue;
         const age = nowMs - request.startedMs;
         if (request.ttftWorker === undefined) for (const v of values.values()) v.ttft.push(age);
         else values.get(request.ttftWorker)?.ttft.push(age);

@@ -164,17 +164,19 @@ test("--min-workers 0: the pool drains its last worker after --scale-to-zero-aft
     // A request arrives between ticks: one worker at once, not at the next tick.
     live.begin(clock.now() + 1000);
     await clock.advance(1000);
-    planner.wake();
+    assert.equal(planner.wake(), true, "a cold start: the request waits for the worker's start-up");
     await clock.advance(0);
     assert.equal(await desired(), 1);
+    assert.equal(planner.wake(), true, "still cold: the worker has not been seen ready");
     const up = decisions.at(-1);
     assert.deepEqual(
       [up?.atMs, up?.from, up?.to, up?.action, up?.reason],
       [146_000, 0, 1, "up", "a request arrived at a pool scaled to zero"],
     );
-    // While it runs, the pool never goes back to none.
+    // While it runs, the pool never goes back to none; once a tick has seen it ready, arrivals are warm.
     await clock.advance(120_000);
     assert.equal(await desired(), 1);
+    assert.equal(planner.wake(), false);
   } finally {
     await Promise.all([planner.close(), connector.close()]);
   }

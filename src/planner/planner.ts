@@ -89,6 +89,8 @@ export class Planner {
   #plan: ReplicaPlan | undefined;
   /** A wake-up being applied. */
   #waking: Promise<void> | undefined;
+  /** Pools woken from zero whose first worker has not been seen ready yet. */
+  readonly #cold = new Set<PoolName>();
 
   private constructor(deps: PlannerDeps) {
     this.#deps = deps;
@@ -153,11 +155,19 @@ export class Planner {
   /**
    * A request arrived: every pool scaled to zero gets a worker now rather than at the next tick
    * (the request waits for it in the router's admission queue). Cheap when no pool is empty.
+   * Returns whether the request meets a cold start (a pool woken from zero whose worker has not
+   * been seen ready): its wait is the start-up's, which more workers would not shorten, so the
+   * caller leaves its TTFT out of the load loop's estimates (`LiveLatency.begin`'s `coldStart`).
    */
-  wake(): void {
-    if (this.#waking || this.#deps.options.advisory || this.#deps.acting?.() === false || this.#stop.signal.aborted) return;
+  wake(): boolean {
+    if (this.#deps.options.advisory || this.#deps.acting?.() === false || this.#stop.signal.aborted) return false;
     const empty = this.pools.filter((pool) => this.#pools[pool]?.desired === 0);
-    if (empty.length === 0) return;
+    for (const pool of empty) this.#cold.add(pool);
+    if (empty.length > 0 && !this.#waking) this.#wakeUp(empty);
+    return this.#cold.size > 0;
+  }
+
+  #wakeUp(empty: readonly PoolName[]): void {
     const now = this.#deps.clock.now();
     this.#waking = (async () => {
       for (const pool of empty) {
@@ -268,6 +278,7 @@ export class Planner {
   }
 
   #remember(pool: PoolName, desired: number, ready: number): void {
+    if (ready > 0) this.#cold.delete(pool);
     this.#pools[pool] = { desired, ready, floor: this.#floors.get(pool) ?? 0 };
     this.#metrics?.replicas(pool, desired, ready);
   }

@@ -126,10 +126,8 @@ export class ReplayPlanner {
 
   /** The replay's `onRequestStarted`: the load loop's live latencies, per worker. */
   readonly onRequestStarted = (nowMs: number): RunningRequestListener => {
-    const request = this.#live.begin(nowMs);
     // A pool scaled to zero gets its worker now; the request waits for it at the router.
-    this.#planner?.wake();
-    return request;
+    return this.#live.begin(nowMs, this.#planner?.wake() ?? false);
   };
 
   /** The replay's `onRequestFinished`. */
