@@ -14,7 +14,15 @@ import { parseProfile } from "./profile.js";
 
 const profile = parseProfile(readFileSync(new URL("./fixtures/tiny-profile.json", import.meta.url), "utf8"), "tiny-profile.json");
 
-async function setup(options: PlannerOptions, traffic: IntervalLoad, estimate: WorkerLatencyEstimate) {
+const NO_TRAFFIC: IntervalLoad = { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 };
+
+/** A planner over one aggregated pool of `w0`, on a virtual clock; `more` adds signals or deps. */
+async function setup(
+  options: PlannerOptions,
+  traffic: IntervalLoad,
+  estimate: WorkerLatencyEstimate,
+  more: { idleMs?: (nowMs: number) => number; acting?: () => boolean } = {},
+) {
   const clock = new VirtualClock();
   let next = 0;
   const connector = await VirtualConnector.create({
@@ -36,8 +44,9 @@ async function setup(options: PlannerOptions, traffic: IntervalLoad, estimate: W
     connector,
     meter,
     logger: silentLogger,
-    signals: { takeInterval: () => traffic, estimates: () => [estimate] },
+    signals: { takeInterval: () => traffic, estimates: () => [estimate], ...(more.idleMs ? { idleMs: more.idleMs } : {}) },
     onDecision: (d) => decisions.push(d),
+    acting: more.acting,
   });
   const desired = async (role: WorkerRole = "aggregated") => (await connector.replicas(role)).desired;
   return { clock, planner, meter, decisions, desired, close: () => Promise.all([planner.close(), connector.close()]) };
@@ -82,7 +91,7 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
 test("the load loop adds a worker when every estimate breaks the SLA, then waits out its cool-down", async () => {
   const { clock, decisions, desired, close } = await setup(
     { mode: "load", loadIntervalSeconds: 5, cooldownSeconds: 30, sloTtftMs: 500, sloItlMs: 50 },
-    { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
+    NO_TRAFFIC,
     { ttftMs: 900, itlMs: 30 },
   );
   try {
@@ -107,7 +116,7 @@ test("the load loop adds a worker when every estimate breaks the SLA, then waits
 test("in advisory mode the planner decides and reports but changes nothing", async () => {
   const { clock, planner, desired, close } = await setup(
     { mode: "load", advisory: true, loadIntervalSeconds: 5 },
-    { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 },
+    NO_TRAFFIC,
     { ttftMs: 900, itlMs: 30 },
   );
   try {
@@ -122,30 +131,13 @@ test("in advisory mode the planner decides and reports but changes nothing", asy
 });
 
 test("--min-workers 0: the pool drains its last worker after --scale-to-zero-after idle, and a request's arrival wakes one at once", async () => {
-  const clock = new VirtualClock();
-  let next = 0;
-  const connector = await VirtualConnector.create({
-    clock,
-    roles: ["aggregated"],
-    startupDelayMs: 0,
-    initialWorkers: { aggregated: ["w0"] },
-    workers: { addWorker: () => `w${++next}`, drainWorker: async () => {}, removeWorker: () => {} },
-  });
   const live = new LiveLatency(30_000, 0.9);
-  const decisions: PlannerDecisionRecord[] = [];
-  const planner = Planner.start({
-    options: compilePlannerOptions({ minWorkers: 0, scaleToZeroAfterSeconds: 60, loadIntervalSeconds: 5, cooldownSeconds: 30 }),
-    clock,
-    connector,
-    logger: silentLogger,
-    signals: {
-      takeInterval: () => ({ requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 }),
-      estimates: () => [{ ttftMs: 0, itlMs: 0 }],
-      idleMs: (now) => live.idleMs(now, 0),
-    },
-    onDecision: (d) => decisions.push(d),
-  });
-  const desired = async () => (await connector.replicas("aggregated")).desired;
+  const { clock, planner, decisions, desired, close } = await setup(
+    { minWorkers: 0, scaleToZeroAfterSeconds: 60, loadIntervalSeconds: 5, cooldownSeconds: 30 },
+    NO_TRAFFIC,
+    { ttftMs: 0, itlMs: 0 },
+    { idleMs: (now) => live.idleMs(now, 0) },
+  );
   try {
     // A request from 10 s to 20 s: idle from 20 s, so the pool holds one worker until 80 s.
     await clock.advance(10_000);
@@ -178,45 +170,30 @@ test("--min-workers 0: the pool drains its last worker after --scale-to-zero-aft
     assert.equal(await desired(), 1);
     assert.equal(planner.wake(), false);
   } finally {
-    await Promise.all([planner.close(), connector.close()]);
+    await close();
   }
 });
 
 test("a planner standing by decides and reports, and changes nothing until it acts", async () => {
   let acting = false;
-  const clock = new VirtualClock();
-  const connector = await VirtualConnector.create({
-    clock,
-    roles: ["aggregated"],
-    startupDelayMs: 0,
-    initialWorkers: { aggregated: ["w0"] },
-    workers: { addWorker: () => "w1", drainWorker: async () => {}, removeWorker: () => {} },
-  });
-  const decisions: PlannerDecisionRecord[] = [];
-  const planner = Planner.start({
-    options: compilePlannerOptions({ loadIntervalSeconds: 5, cooldownSeconds: 0 }),
-    clock,
-    connector,
-    logger: silentLogger,
-    signals: {
-      takeInterval: () => ({ requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 }),
-      estimates: () => [{ ttftMs: 900, itlMs: 30 }],
-    },
-    onDecision: (d) => decisions.push(d),
-    acting: () => acting,
-  });
+  const { clock, decisions, desired, close } = await setup(
+    { loadIntervalSeconds: 5, cooldownSeconds: 0 },
+    NO_TRAFFIC,
+    { ttftMs: 900, itlMs: 30 },
+    { acting: () => acting },
+  );
   try {
     await clock.advance(5000);
-    assert.equal((await connector.replicas("aggregated")).desired, 1);
+    assert.equal(await desired(), 1);
     assert.deepEqual(
       [decisions[0]?.to, decisions[0]?.applied, decisions[0]?.reason.endsWith("; standby: another planner acts")],
       [2, false, true],
     );
     acting = true;
     await clock.advance(5000);
-    assert.equal((await connector.replicas("aggregated")).desired, 2);
+    assert.equal(await desired(), 2);
     assert.equal(decisions.at(-1)?.applied, true);
   } finally {
-    await Promise.all([planner.close(), connector.close()]);
+    await close();
   }
 });

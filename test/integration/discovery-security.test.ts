@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Etcd3 } from "etcd3";
-import { type ArmatureError, isArmatureError, type ModelCard } from "../../src/protocol/index.js";
+import { type ArmatureError, isArmatureError } from "../../src/protocol/index.js";
+import { card } from "../../src/runtime/contracts/discovery-contract.js";
 import { connectDistributedRuntime, type DiscoverySecurityOptions } from "../../src/runtime/index.js";
 import { type EtcdServer, startEtcd } from "../helpers/etcd-server.js";
 import { type NatsServer, startNatsServer } from "../helpers/nats-server.js";
@@ -15,20 +16,6 @@ before(async () => {
   nats = await startNatsServer();
 });
 after(() => nats.stop());
-
-const card: ModelCard = {
-  name: "m",
-  role: "aggregated",
-  engine: "mocker",
-  blockSize: 16,
-  totalKvBlocks: 100,
-  maxBatchedTokens: 512,
-  maxSequences: 4,
-  contextLength: 1024,
-  tokenizer: { kind: "bytes" },
-  eosTokenIds: [0],
-  publishesKvEvents: true,
-};
 
 /** Connects a whole runtime, registers an instance and finds it in discovery. */
 async function registerAndList(discovery: string, security: DiscoverySecurityOptions = {}): Promise<void> {

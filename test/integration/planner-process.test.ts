@@ -24,8 +24,33 @@ after(() => servers.stop());
 
 interface PlannerView {
   readonly pools: Record<string, { desired: number; ready: number }>;
+  readonly acting?: boolean;
+  readonly holder?: string;
   readonly workers: { name: string; state: string }[];
   readonly decisions: { action: string; to: number }[];
+}
+
+/** A planner's `GET /v1/planner`. */
+async function plannerView(url: string): Promise<PlannerView> {
+  return (await (await fetch(`${url}/v1/planner`)).json()) as PlannerView;
+}
+
+/** Reads until `ok` holds, every 100 ms; past `timeoutMs` fails with the last reading and the processes' output. */
+async function waitFor<T>(
+  what: string,
+  read: () => Promise<T>,
+  ok: (value: T) => boolean,
+  output: () => string,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not happen in time: ${JSON.stringify(value)}\n${output().slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 interface Outcome {
@@ -87,17 +112,9 @@ test("armature planner scales mocker workers 1 → 3 under load and drains back 
   let load: Promise<Outcome[]>[] = [];
   const nc = await connect({ servers: servers.nats.url });
   try {
-    const view = async (): Promise<PlannerView> => (await (await fetch(`${planner.url}/v1/planner`)).json()) as PlannerView;
-    const until = async (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 20_000): Promise<PlannerView> => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const v = await view();
-        if (predicate(v)) return v;
-        if (Date.now() > deadline)
-          throw new Error(`${what} did not happen in time: ${JSON.stringify(v)}\n${planner.output().slice(-4000)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    const view = () => plannerView(planner.url);
+    const until = (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 20_000) =>
+      waitFor(what, view, predicate, planner.output, timeoutMs);
     const pool = (v: PlannerView) => v.pools.aggregated ?? { desired: -1, ready: -1 };
     await until("the first worker's start", (v) => pool(v).ready === 1);
 
@@ -267,24 +284,13 @@ test("two armature planners: one acts, the other stands by; SIGKILL the one acti
   const first = await startArmature(flags);
   let second: Awaited<ReturnType<typeof startArmature>> | undefined;
   try {
-    const view = async (url: string) =>
-      (await (await fetch(`${url}/v1/planner`)).json()) as PlannerView & { acting: boolean; holder?: string };
-    const until = async <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const v = await read();
-        if (ok(v)) return v;
-        if (Date.now() > deadline)
-          throw new Error(
-            `${what} did not happen in time: ${JSON.stringify(v)}\n${first.output().slice(-3000)}\n${second?.output().slice(-3000)}`,
-          );
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    const view = plannerView;
+    const until = <T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000) =>
+      waitFor(what, read, ok, () => `${first.output().slice(-3000)}\n${second?.output().slice(-3000)}`, timeoutMs);
     await until(
       "the first planner's two workers",
       () => view(first.url),
-      (v) => v.acting && v.pools.aggregated?.ready === 2,
+      (v) => v.acting === true && v.pools.aggregated?.ready === 2,
     );
     const started = await workers();
     assert.equal(started.length, 2);
@@ -305,7 +311,7 @@ test("two armature planners: one acts, the other stands by; SIGKILL the one acti
     const took = await until(
       "the second planner takes over",
       () => view(second!.url),
-      (v) => v.acting,
+      (v) => v.acting === true,
       15_000,
     );
     assert.deepEqual(
@@ -383,17 +389,9 @@ test("armature planner scales a disaggregated deployment end to end: prefill and
   const stop = { done: false };
   let load: Promise<Outcome[]>[] = [];
   try {
-    const view = async (): Promise<PlannerView> => (await (await fetch(`${planner.url}/v1/planner`)).json()) as PlannerView;
-    const until = async (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 25_000): Promise<PlannerView> => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const v = await view();
-        if (predicate(v)) return v;
-        if (Date.now() > deadline)
-          throw new Error(`${what} did not happen in time: ${JSON.stringify(v)}\n${planner.output().slice(-4000)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    const view = () => plannerView(planner.url);
+    const until = (what: string, predicate: (v: PlannerView) => boolean, timeoutMs = 25_000) =>
+      waitFor(what, view, predicate, planner.output, timeoutMs);
     await until("a prefill and a decode worker", (v) => v.pools.prefill?.ready === 1 && v.pools.decode?.ready === 1);
     frontend = await startArmature(["frontend", ...servers.flags, "--port", "0"]);
     const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });

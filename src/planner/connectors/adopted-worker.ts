@@ -1,5 +1,5 @@
 import type { WorkerRole } from "../../protocol/index.js";
-import type { LocalWorkerExit, LocalWorkerInfo, LocalWorkerState } from "./local-worker.js";
+import { exitWithin, type LocalWorkerExit, type LocalWorkerInfo, type LocalWorkerState } from "./local-worker.js";
 
 export interface AdoptedWorkerOptions {
   readonly name: string;
@@ -63,16 +63,7 @@ export class AdoptedWorker implements LocalWorkerInfo {
       this.#state = "draining";
       signal(this.pid, "SIGTERM");
     }
-    const timer = setTimeout(() => {
-      if (this.#state === "exited") return;
-      this.#killed = true;
-      signal(this.pid, "SIGKILL");
-    }, deadlineMs);
-    try {
-      return await this.exited;
-    } finally {
-      clearTimeout(timer);
-    }
+    return exitWithin(this.exited, deadlineMs, () => this.killNow());
   }
 
   /** SIGKILL now, without waiting: for an owner that is exiting itself. */

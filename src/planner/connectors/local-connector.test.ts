@@ -4,7 +4,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { ModelCard, WorkerRole } from "../../protocol/index.js";
+import type { WorkerRole } from "../../protocol/index.js";
+import { card } from "../../runtime/contracts/discovery-contract.js";
 import type { InstanceRecord } from "../../runtime/index.js";
 import { isRunning } from "./adopted-worker.js";
 import { LocalConnector, type LocalConnectorOptions } from "./local-connector.js";
@@ -26,20 +27,6 @@ process.on("SIGTERM", () => {
 });
 setInterval(() => {}, 1000);
 `;
-
-const TINY_CARD: ModelCard = {
-  name: "m",
-  role: "decode",
-  engine: "mocker",
-  blockSize: 16,
-  totalKvBlocks: 100,
-  maxBatchedTokens: 512,
-  maxSequences: 4,
-  contextLength: 1024,
-  tokenizer: { kind: "bytes" },
-  eosTokenIds: [0],
-  publishesKvEvents: true,
-};
 
 let dir: string;
 let stub: string;
@@ -178,7 +165,7 @@ test("adopt: the live workers another planner's connector started on this host j
     id,
     role,
     model: "m",
-    card: { ...TINY_CARD, role },
+    card: { ...card, role },
     startedBy: { host, pid },
   });
   const connector = await connect();

@@ -130,16 +130,7 @@ export class LocalWorker implements LocalWorkerInfo {
       this.#state = "draining";
       this.#child.kill("SIGTERM");
     }
-    const timer = setTimeout(() => {
-      if (this.#state === "exited") return;
-      this.#killed = true;
-      this.#child.kill("SIGKILL");
-    }, deadlineMs);
-    try {
-      return await this.exited;
-    } finally {
-      clearTimeout(timer);
-    }
+    return exitWithin(this.exited, deadlineMs, () => this.killNow());
   }
 
   /** SIGKILL now, without waiting: for an owner that is exiting itself. */
@@ -147,5 +138,19 @@ export class LocalWorker implements LocalWorkerInfo {
     if (this.#state === "exited") return;
     this.#killed = true;
     this.#child.kill("SIGKILL");
+  }
+}
+
+/** Waits for `exited`; past `deadlineMs`, calls `kill` (SIGKILL) and waits on. */
+export async function exitWithin(
+  exited: Promise<LocalWorkerExit>,
+  deadlineMs: number,
+  kill: () => void,
+): Promise<LocalWorkerExit> {
+  const timer = setTimeout(kill, deadlineMs);
+  try {
+    return await exited;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -12,7 +12,8 @@ export interface DiscoveryFixture {
   close(): Promise<void>;
 }
 
-const card: ModelCard = {
+/** A small worker's card, for tests that register instances. */
+export const card: ModelCard = {
   name: "m",
   role: "aggregated",
   engine: "mocker",
