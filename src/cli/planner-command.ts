@@ -12,7 +12,7 @@ import {
   type ScalingConnector,
   TrafficWindow,
 } from "../planner/index.js";
-import { ArmatureError, isArmatureError, subjects, trafficReportSchema } from "../protocol/index.js";
+import { ArmatureError, isArmatureError, subjects, trafficReportSchema, type WorkerRole } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { connect } from "./distributed-commands.js";
 import { type PlannerCommandOptions, resolvePlannerCommandOptions } from "./planner-command-options.js";
@@ -95,10 +95,20 @@ async function startPlannerProcess(
     throw error;
   }
   const local = connector instanceof LocalConnector ? connector : undefined;
+  // Each worker's role, from discovery: the load loop judges each pool's workers one by one.
+  const workerRoles = new Map<string, WorkerRole>();
+  const unwatch = runtime.discovery.watch((event) => {
+    if (event.type === "instance-added") workerRoles.set(event.instance.id, event.instance.role);
+    else workerRoles.delete(event.instanceId);
+  });
+  const poolWorkers = (pool: string): string[] => [...workerRoles].filter(([, role]) => role === pool).map(([id]) => id);
   const signals: PlannerSignals = {
     takeInterval: (now) => traffic.takeInterval(now),
-    // No requests in the window reads as no load, so an idle deployment shrinks to --min-workers.
-    estimates: () => [traffic.measured(clock.now()) ?? { ttftMs: 0, itlMs: 0 }],
+    // One estimate per worker of the pool from the reports' per-worker sums (a worker they do not
+    // name has room); from frontends that send no per-worker sums, the pool-wide mean. No requests
+    // in the window reads as no load, so an idle deployment shrinks to --min-workers.
+    estimates: (pool) =>
+      traffic.measuredPerWorker(clock.now(), poolWorkers(pool)) ?? [traffic.measured(clock.now()) ?? { ttftMs: 0, itlMs: 0 }],
   };
   let planner: Planner | undefined;
   let server: Server | undefined;
@@ -127,6 +137,7 @@ async function startPlannerProcess(
     await connector.close();
     await lease.close();
     unsubscribe();
+    unwatch();
     if (server) await closeServer(server);
   };
   const state = async (current: Planner): Promise<unknown> => ({

@@ -61,3 +61,29 @@ test("a second's finished requests go out as one report; idle seconds send nothi
   await clock.advance(5000);
   assert.equal(received.length, 2, "nothing after close");
 });
+
+test("per-worker sums: a TTFT counts where the request was prefilled, an ITL where it was decoded; the schema holds them to the report's counts", async () => {
+  const clock = new VirtualClock();
+  const events = new MemoryEventPlane();
+  const received: Record<string, unknown>[] = [];
+  events.subscribe(subjects.allTrafficReports, (payload) => received.push(payload as Record<string, unknown>));
+  const reporter = new TrafficReporter({ frontendId: "f", events, clock, logger: silentLogger });
+  reporter.record(finished({ workerId: "d1", ttftMs: 40, itlMs: 5 }));
+  reporter.record(finished({ workerId: "d1", prefillWorkerId: "p1", ttftMs: 100, itlMs: 7 }));
+  reporter.record(finished({ workerId: "d2", ttftMs: 60, itlMs: undefined }));
+  // Unrouted (it failed over before a worker took it, say): in the pool-wide sums only.
+  reporter.record(finished({ ttftMs: 30, itlMs: 3 }));
+  await reporter.close();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(received.length, 1);
+  const report = trafficReportSchema.parse(received[0]);
+  assert.deepEqual([report.ttftMsSum, report.ttftCount, report.itlMsSum, report.itlCount], [230, 4, 15, 3]);
+  assert.deepEqual(report.workers, [
+    { workerId: "d1", ttftMsSum: 40, ttftCount: 1, itlMsSum: 12, itlCount: 2 },
+    { workerId: "p1", ttftMsSum: 100, ttftCount: 1, itlMsSum: 0, itlCount: 0 },
+    { workerId: "d2", ttftMsSum: 60, ttftCount: 1, itlMsSum: 0, itlCount: 0 },
+  ]);
+  // A report whose workers claim more latencies than it counts is refused by name.
+  const inflated = { ...received[0], workers: [{ workerId: "d1", ttftMsSum: 1, ttftCount: 5, itlMsSum: 0, itlCount: 0 }] };
+  assert.throws(() => trafficReportSchema.parse(inflated), /workers.*their ttftCounts \(5\) must not exceed the report's \(4\)/);
+});

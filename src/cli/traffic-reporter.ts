@@ -1,6 +1,6 @@
 import type { FinishedRequestTimings } from "../frontend/index.js";
 import type { Logger } from "../observability/index.js";
-import { subjects, type TrafficReport } from "../protocol/index.js";
+import { MAX_REPORTED_WORKERS, subjects, type TrafficReport, type WorkerLatencySums } from "../protocol/index.js";
 import type { Clock, EventPlane } from "../runtime/index.js";
 
 export interface TrafficReporterOptions {
@@ -13,7 +13,8 @@ export interface TrafficReporterOptions {
   readonly periodMs?: number;
 }
 
-type Sums = { -readonly [K in keyof Omit<TrafficReport, "type" | "frontendId">]: number };
+type Sums = { -readonly [K in keyof Omit<TrafficReport, "type" | "frontendId" | "workers">]: number };
+type WorkerSums = { -readonly [K in keyof Omit<WorkerLatencySums, "workerId">]: number };
 
 const empty = (): Sums => ({
   requests: 0,
@@ -28,8 +29,8 @@ const empty = (): Sums => ({
 
 /**
  * A distributed frontend's side of `armature planner`: sums the requests that finish successfully
- * and publishes them as one `traffic-report` every period in which any finished (an idle frontend
- * sends nothing). At-most-once, like every event: a report lost in transit undercounts one second.
+ * (and their latencies per worker) and publishes them as one `traffic-report` every period in which
+ * any finished (an idle frontend sends nothing). At-most-once, like every event: a report lost in transit undercounts one second.
  * `close()` stops the timer and sends what the last, partial period holds.
  */
 export class TrafficReporter {
@@ -37,6 +38,7 @@ export class TrafficReporter {
   readonly #stop = new AbortController();
   readonly #loop: Promise<void>;
   #sums = empty();
+  #workers = new Map<string, WorkerSums>();
   #closed = false;
   #warnedAt = Number.NEGATIVE_INFINITY;
 
@@ -57,11 +59,32 @@ export class TrafficReporter {
     if (request.ttftMs !== undefined) {
       s.ttftMsSum += Math.max(0, request.ttftMs);
       s.ttftCount++;
+      const worker = this.#worker(request.prefillWorkerId ?? request.workerId);
+      if (worker) {
+        worker.ttftMsSum += Math.max(0, request.ttftMs);
+        worker.ttftCount++;
+      }
     }
     if (request.itlMs !== undefined) {
       s.itlMsSum += Math.max(0, request.itlMs);
       s.itlCount++;
+      const worker = this.#worker(request.workerId);
+      if (worker) {
+        worker.itlMsSum += Math.max(0, request.itlMs);
+        worker.itlCount++;
+      }
     }
+  }
+
+  /** A worker's sums this period; none past `MAX_REPORTED_WORKERS` workers (the pool-wide sums still count). */
+  #worker(id: string | undefined): WorkerSums | undefined {
+    if (id === undefined) return undefined;
+    let sums = this.#workers.get(id);
+    if (!sums && this.#workers.size < MAX_REPORTED_WORKERS) {
+      sums = { ttftMsSum: 0, ttftCount: 0, itlMsSum: 0, itlCount: 0 };
+      this.#workers.set(id, sums);
+    }
+    return sums;
   }
 
   /** Stops the timer and publishes the last period's sums. */
@@ -92,8 +115,15 @@ export class TrafficReporter {
   async #flush(): Promise<void> {
     const sums = this.#sums;
     if (sums.requests === 0) return;
+    const workers = [...this.#workers].map(([workerId, w]) => ({ workerId, ...w }));
     this.#sums = empty();
-    const report: TrafficReport = { type: "traffic-report", frontendId: this.#o.frontendId, ...sums };
+    this.#workers = new Map();
+    const report: TrafficReport = {
+      type: "traffic-report",
+      frontendId: this.#o.frontendId,
+      ...sums,
+      ...(workers.length > 0 ? { workers } : {}),
+    };
     try {
       await this.#o.events.publish(subjects.trafficReport(this.#o.frontendId), report);
     } catch (error) {

@@ -32,6 +32,9 @@ export interface FinishedRequestTimings extends RequestOutcome {
   readonly ttftMs: number | undefined;
   /** Mean time between tokens after the first, ms; absent with fewer than two. */
   readonly itlMs: number | undefined;
+  /** The worker that decoded it (its ITL's), and the one that prefilled it (its TTFT's) when split. */
+  readonly workerId?: string | undefined;
+  readonly prefillWorkerId?: string | undefined;
 }
 
 /** Where the router sent a request, as the frontend heard it (for listeners such as the dashboard). */
@@ -66,6 +69,8 @@ export class RequestTimer {
   #lastTokenAt: number | undefined;
   #tokens = 0;
   #finished = false;
+  #workerId: string | undefined;
+  #prefillWorkerId: string | undefined;
   readonly #listener: RunningRequestListener | undefined;
 
   constructor(metrics: FrontendMetrics, model: string, startedAt = performance.now()) {
@@ -93,6 +98,8 @@ export class RequestTimer {
 
   /** Tells the routing listener where the request went. */
   routed(decision: Omit<RoutingDecision, "model">): void {
+    this.#workerId = decision.workerId;
+    this.#prefillWorkerId = decision.prefillWorkerId;
     this.#listener?.routed(decision.workerId, decision.prefillWorkerId);
     this.#metrics.onRouted?.({ ...decision, model: this.#model });
   }
@@ -127,6 +134,8 @@ export class RequestTimer {
         model,
         ttftMs: first === undefined ? undefined : first - this.#startedAt,
         itlMs: first !== undefined && last !== undefined && this.#tokens > 1 ? (last - first) / (this.#tokens - 1) : undefined,
+        workerId: this.#workerId,
+        prefillWorkerId: this.#prefillWorkerId,
       });
     }
   }

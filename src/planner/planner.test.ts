@@ -114,11 +114,10 @@ test("the load loop adds a worker when every estimate breaks the SLA, then waits
 });
 
 test("in advisory mode the planner decides and reports but changes nothing", async () => {
-  const { clock, planner, desired, close } = await setup(
-    { mode: "load", advisory: true, loadIntervalSeconds: 5 },
-    NO_TRAFFIC,
-    { ttftMs: 900, itlMs: 30 },
-  );
+  const { clock, planner, desired, close } = await setup({ mode: "load", advisory: true, loadIntervalSeconds: 5 }, NO_TRAFFIC, {
+    ttftMs: 900,
+    itlMs: 30,
+  });
   try {
     await clock.advance(20_000);
     assert.equal(await desired(), 1);

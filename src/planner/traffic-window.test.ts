@@ -69,3 +69,30 @@ test("summaries (frontends' traffic reports) add up as the requests they sum wou
   assert.deepEqual(window.measured(32_000), { ttftMs: 90, itlMs: 0 }, "the first summary left the 30 s window");
   assert.equal(window.measured(33_001), undefined);
 });
+
+test("per worker: the mean of the latencies the window's reports credit to each worker, 0 for one they do not name", () => {
+  const window = new TrafficWindow(0, 10_000);
+  const report = (workers: { workerId: string; ttftMsSum: number; ttftCount: number; itlMsSum: number; itlCount: number }[]) => ({
+    requests: 4,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    ttftMsSum: workers.reduce((a, w) => a + w.ttftMsSum, 0),
+    ttftCount: workers.reduce((a, w) => a + w.ttftCount, 0),
+    itlMsSum: workers.reduce((a, w) => a + w.itlMsSum, 0),
+    itlCount: workers.reduce((a, w) => a + w.itlCount, 0),
+    workers,
+  });
+  assert.equal(window.measuredPerWorker(0, ["a"]), undefined, "no report names a worker");
+  window.recordSummary(1000, report([{ workerId: "a", ttftMsSum: 300, ttftCount: 2, itlMsSum: 40, itlCount: 2 }]));
+  window.recordSummary(2000, report([{ workerId: "a", ttftMsSum: 600, ttftCount: 1, itlMsSum: 0, itlCount: 0 }]));
+  window.recordSummary(2000, report([{ workerId: "b", ttftMsSum: 50, ttftCount: 1, itlMsSum: 10, itlCount: 1 }]));
+  // a: (300 + 600) / 3 = 300 ms TTFT, 40 / 2 = 20 ms ITL; b: 50 and 10; c has room.
+  assert.deepEqual(window.measuredPerWorker(2500, ["a", "b", "c"]), [
+    { ttftMs: 300, itlMs: 20 },
+    { ttftMs: 50, itlMs: 10 },
+    { ttftMs: 0, itlMs: 0 },
+  ]);
+  // The report of 1 s leaves the 10 s window at 11 s: a is then 600 ms, no ITL.
+  assert.deepEqual(window.measuredPerWorker(11_500, ["a"]), [{ ttftMs: 600, itlMs: 0 }]);
+});

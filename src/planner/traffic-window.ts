@@ -24,10 +24,21 @@ export interface TrafficSummary {
   /** Sum of the mean ITLs, ms, of the `itlCount` requests with two tokens or more. */
   readonly itlMsSum: number;
   readonly itlCount: number;
+  /** The same latency sums per worker (TTFTs where prefilled, ITLs where decoded), when known. */
+  readonly workers?: readonly ({ readonly workerId: string } & LatencySums)[] | undefined;
 }
 
-interface RecentLatencies {
+interface LatencySums {
+  readonly ttftMsSum: number;
+  readonly ttftCount: number;
+  readonly itlMsSum: number;
+  readonly itlCount: number;
+}
+
+interface RecentLatencies extends LatencySums {
   readonly at: number;
+  /** By worker, where the report said. */
+  readonly workers?: readonly ({ readonly workerId: string } & LatencySums)[] | undefined;
   readonly ttftMsSum: number;
   readonly ttftCount: number;
   readonly itlMsSum: number;
@@ -76,9 +87,9 @@ export class TrafficWindow {
     this.#input += summary.inputTokens;
     this.#output += summary.outputTokens;
     this.#cached += Math.min(summary.cachedTokens, summary.inputTokens);
-    const { ttftMsSum, ttftCount, itlMsSum, itlCount } = summary;
+    const { ttftMsSum, ttftCount, itlMsSum, itlCount, workers } = summary;
     if (this.#windowMs !== undefined && (ttftCount > 0 || itlCount > 0))
-      this.#recent.push({ at: nowMs, ttftMsSum, ttftCount, itlMsSum, itlCount });
+      this.#recent.push({ at: nowMs, ttftMsSum, ttftCount, itlMsSum, itlCount, workers });
     this.#trim(nowMs);
   }
 
@@ -115,6 +126,37 @@ export class TrafficWindow {
     }
     if (ttftCount === 0 && itlCount === 0) return undefined;
     return { ttftMs: ttftCount > 0 ? ttftSum / ttftCount : 0, itlMs: itlCount > 0 ? itlSum / itlCount : 0 };
+  }
+
+  /**
+   * One estimate per worker of `workerIds`, in that order: the mean TTFT and ITL of the requests the
+   * window's reports credit to it; a worker with none reads as 0 ms (it has room). Undefined when
+   * the reports in the window name no worker (frontends older than per-worker sums): then
+   * `measured` is all there is.
+   */
+  measuredPerWorker(nowMs: number, workerIds: readonly string[]): WorkerLatencyEstimate[] | undefined {
+    this.#trim(nowMs);
+    const sums = new Map<string, { ttftMsSum: number; ttftCount: number; itlMsSum: number; itlCount: number }>();
+    let named = false;
+    for (const r of this.#recent) {
+      for (const w of r.workers ?? []) {
+        named = true;
+        const s = sums.get(w.workerId) ?? { ttftMsSum: 0, ttftCount: 0, itlMsSum: 0, itlCount: 0 };
+        s.ttftMsSum += w.ttftMsSum;
+        s.ttftCount += w.ttftCount;
+        s.itlMsSum += w.itlMsSum;
+        s.itlCount += w.itlCount;
+        sums.set(w.workerId, s);
+      }
+    }
+    if (!named) return undefined;
+    return workerIds.map((id) => {
+      const s = sums.get(id);
+      return {
+        ttftMs: s && s.ttftCount > 0 ? s.ttftMsSum / s.ttftCount : 0,
+        itlMs: s && s.itlCount > 0 ? s.itlMsSum / s.itlCount : 0,
+      };
+    });
   }
 
   #trim(nowMs: number): void {

@@ -75,6 +75,7 @@ export {
   tokenizerFilePartSchema,
   tokenizerRequestSchema,
 } from "./tokenizer-transfer.js";
-export type { TrafficReport } from "./traffic-report.js";
+export type { TrafficReport, WorkerLatencySums } from "./traffic-report.js";
+export { MAX_REPORTED_WORKERS } from "./traffic-report.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor } from "./transfer-descriptors.js";
 export { backendNames } from "./transfer-descriptors.js";

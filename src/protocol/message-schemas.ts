@@ -26,7 +26,7 @@ import {
   u64,
   variants,
 } from "./schema.js";
-import type { TrafficReport } from "./traffic-report.js";
+import { MAX_REPORTED_WORKERS, type TrafficReport } from "./traffic-report.js";
 import { type AgentMetadata, backendNames, type TransferDescriptor } from "./transfer-descriptors.js";
 
 /**
@@ -342,6 +342,18 @@ const trafficReportShape = object({
   ttftCount: reportedCount,
   itlMsSum: reportedMsSum,
   itlCount: reportedCount,
+  workers: optional(
+    arrayOf(
+      object({
+        workerId: id,
+        ttftMsSum: reportedMsSum,
+        ttftCount: reportedCount,
+        itlMsSum: reportedMsSum,
+        itlCount: reportedCount,
+      }),
+      MAX_REPORTED_WORKERS,
+    ),
+  ),
 });
 
 /** A frontend's traffic report; counts of latencies cannot exceed the requests, cached tokens the prompt tokens. */
@@ -352,6 +364,12 @@ export const trafficReportSchema: Schema<TrafficReport> = {
     for (const field of ["ttftCount", "itlCount"] as const) {
       if (report[field] > report.requests)
         throw new MessageInvalidError(at(field), `must not exceed requests (${report.requests}), got ${report[field]}`);
+      const perWorker = (report.workers ?? []).reduce((sum, w) => sum + w[field], 0);
+      if (perWorker > report[field])
+        throw new MessageInvalidError(
+          at(`workers`),
+          `their ${field}s (${perWorker}) must not exceed the report's (${report[field]})`,
+        );
     }
     if (report.cachedTokens > report.inputTokens)
       throw new MessageInvalidError(

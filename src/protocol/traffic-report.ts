@@ -20,4 +20,21 @@ export interface TrafficReport {
   /** Sum of the mean inter-token latency, ms, of the `itlCount` requests with two tokens or more. */
   readonly itlMsSum: number;
   readonly itlCount: number;
+  /**
+   * The same latency sums per worker: TTFTs on the worker that prefilled (or served) the request,
+   * ITLs on the one that decoded it. Absent from older frontends; at most `MAX_REPORTED_WORKERS`.
+   */
+  readonly workers?: readonly WorkerLatencySums[] | undefined;
 }
+
+/** One worker's share of a traffic report's latency sums. */
+export interface WorkerLatencySums {
+  readonly workerId: string;
+  readonly ttftMsSum: number;
+  readonly ttftCount: number;
+  readonly itlMsSum: number;
+  readonly itlCount: number;
+}
+
+/** Workers one traffic report names at most; a frontend that routed to more sends the busiest. */
+export const MAX_REPORTED_WORKERS = 1024;
