@@ -88,6 +88,91 @@ test("response_format json_schema: bounds, a pattern with a length and a format 
   }
 });
 
+/** One schema per keyword the compiler enforces (docs/structured-output.md's table), its strings bounded so answers end. */
+const KEYWORD_SCHEMAS: Record<string, Record<string, unknown>> = {
+  type: { type: ["integer", "boolean"] },
+  enum: { enum: ["red", 7, null, { a: 1 }] },
+  const: { const: { ok: true } },
+  "properties, required": {
+    type: "object",
+    properties: { a: { type: "boolean" }, b: { type: "integer", minimum: 0, maximum: 9 } },
+    required: ["a"],
+  },
+  "additionalProperties false": {
+    type: "object",
+    properties: { k: { type: "string", maxLength: 4 } },
+    required: ["k"],
+    additionalProperties: false,
+  },
+  "additionalProperties schema (a map)": {
+    type: "object",
+    additionalProperties: { type: "integer", minimum: 0, maximum: 3 },
+    maxProperties: 2,
+  },
+  patternProperties: { type: "object", properties: { x: { type: "boolean" } }, patternProperties: { "^z": { type: "integer" } } },
+  "items, minItems, maxItems": { type: "array", items: { type: "boolean" }, minItems: 2, maxItems: 3 },
+  prefixItems: { type: "array", prefixItems: [{ type: "integer", minimum: 1, maximum: 2 }, { const: "x" }], items: false },
+  "minLength, maxLength": { type: "string", minLength: 2, maxLength: 4 },
+  pattern: { type: "string", pattern: "^[A-F]{2}-[0-9]{3}$" },
+  "format date-time": { type: "string", format: "date-time" },
+  "format uuid": { type: "string", format: "uuid" },
+  "format email": { type: "string", format: "email" },
+  "format ipv4": { type: "string", format: "ipv4" },
+  "minimum, maximum (integer)": { type: "integer", minimum: -12, maximum: 345 },
+  "exclusiveMinimum, exclusiveMaximum (number)": { type: "number", exclusiveMinimum: 0, exclusiveMaximum: 2 },
+  anyOf: {
+    anyOf: [
+      { type: "integer", minimum: 5, maximum: 6 },
+      { type: "string", maxLength: 2 },
+    ],
+  },
+  "oneOf (disjoint)": { oneOf: [{ type: "boolean" }, { type: "null" }] },
+  allOf: { allOf: [{ type: "integer" }, { minimum: 3 }, { maximum: 4 }] },
+  "$ref, $defs (recursive)": {
+    $defs: {
+      node: {
+        type: "object",
+        properties: {
+          v: { type: "integer", minimum: 0, maximum: 9 },
+          next: { anyOf: [{ $ref: "#/$defs/node" }, { type: "null" }] },
+        },
+        required: ["v", "next"],
+      },
+    },
+    $ref: "#/$defs/node",
+  },
+  nullable: { type: "integer", minimum: 0, maximum: 1, nullable: true },
+  "minProperties, maxProperties": {
+    type: "object",
+    properties: { p: { type: "boolean" }, q: { type: "boolean" } },
+    minProperties: 1,
+    maxProperties: 2,
+  },
+};
+
+test("every enforced keyword: answers generated under it at three samplings are valid, judged by ajv", async () => {
+  let ended = 0;
+  for (const [keyword, schema] of Object.entries(KEYWORD_SCHEMAS)) {
+    const validate = ajv.compile(schema);
+    for (const sampling of SAMPLINGS.slice(0, 3)) {
+      const response = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: "user", content: "Answer in JSON." }],
+        response_format: { type: "json_schema", json_schema: { name: "answer", schema } },
+        max_tokens: 200,
+        ...sampling,
+      });
+      const text = response.choices[0]?.message.content ?? "";
+      // An answer cut by max_tokens is not whole JSON; none that ended may break the schema.
+      if (response.choices[0]?.finish_reason !== "stop") continue;
+      ended++;
+      assert.ok(validate(JSON.parse(text)), `${keyword} ${JSON.stringify(sampling)}: ${text} ${JSON.stringify(validate.errors)}`);
+    }
+  }
+  const asked = Object.keys(KEYWORD_SCHEMAS).length * 3;
+  assert.ok(ended >= asked * 0.8, `${ended} of ${asked} answers ended within 200 tokens`);
+});
+
 test("a keyword that cannot be enforced is refused with 400 naming it and its pointer, for response_format and tools", async () => {
   const notSchema = { type: "object", properties: { x: { not: { type: "string" } } } };
   const format = await fetch(`${server.url}/v1/chat/completions`, {

@@ -24,3 +24,11 @@ test("a schema that cannot be enforced is refused naming the keyword's place in 
   );
   assert.equal(cache.size, 0);
 });
+
+test("the cache keys on the compiled grammar: schemas that differ only in annotations share one", async () => {
+  const cache = new GrammarCache(await llamaRuntime(), 3);
+  const plain = await cache.get({ type: "json_schema", schema: schema(1) });
+  const annotated = await cache.get({ type: "json_schema", schema: { ...schema(1), title: "T", description: "a field" } });
+  assert.equal(annotated, plain);
+  assert.equal(cache.size, 1);
+});
