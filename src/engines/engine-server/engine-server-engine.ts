@@ -132,6 +132,7 @@ export class EngineServerEngine implements Engine {
   readonly #healthTimer: NodeJS.Timeout;
   #reported: Partial<EngineLoad> | undefined;
   #healthy = true;
+  #failedChecks = 0;
   #closed = false;
   #onClose: (() => Promise<void>) | undefined;
 
@@ -350,8 +351,15 @@ export class EngineServerEngine implements Engine {
     await this.#onClose?.();
   }
 
+  /**
+   * Two checks in a row must fail before the engine counts as down: a server starved of CPU for a
+   * moment answers one check late, and every request meanwhile would be refused. A request that
+   * cannot reach it marks it down at once (`#unavailable`).
+   */
   async #poll(): Promise<void> {
-    this.#healthy = await isHealthy(this.#o.url, 2000);
+    const ok = await isHealthy(this.#o.url, 2000);
+    this.#failedChecks = ok ? 0 : this.#failedChecks + 1;
+    this.#healthy = ok || this.#failedChecks < 2;
     if (this.#healthy && this.#o.readLoad) this.#reported = await this.#o.readLoad(this.#o.url).catch(() => undefined);
   }
 
