@@ -198,8 +198,24 @@ test("a llama-server killed mid-stream: the stream finishes on the other one, ev
   const victim = engines.find((e) => e.url === health.instances.find((i) => i.id === worker)?.engine_url);
   assert.ok(victim, `the stream's worker ${worker} drives one of the llama-servers`);
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  let text = new TextDecoder().decode((await reader.read()).value);
+  const text = new TextDecoder().decode((await reader.read()).value);
   await victim.stop("SIGKILL");
+  try {
+    await survive(reader, text, victim, before);
+  } finally {
+    // The later tests need two servers, whatever this one found.
+    engines[engines.indexOf(victim)] = await startLlamaServer({ model, contextPerSlot: 2048 });
+  }
+});
+
+/** Reads the rest of a stream whose server `victim` was killed, and checks it finished elsewhere. */
+async function survive(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  first: string,
+  victim: LlamaServer,
+  before: readonly number[],
+): Promise<void> {
+  let text = first;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -219,8 +235,7 @@ test("a llama-server killed mid-stream: the stream finishes on the other one, ev
   // New requests go to the survivor.
   const after = await client.completions.create({ model: MODEL, prompt: "Hello", max_tokens: 4, temperature: 0 });
   assert.equal(after.choices.length, 1);
-  engines[engines.indexOf(victim)] = await startLlamaServer({ model, contextPerSlot: 2048 });
-});
+}
 
 /** The refusal that stops `serve --engine llama-server ARGS`'s workers (in this process). */
 async function startFailure(args: readonly string[]): Promise<string> {
