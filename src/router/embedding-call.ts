@@ -30,12 +30,18 @@ const policy = leastLoadedPolicy();
  * reuses no cache) and no admission queue (the engine embeds in its own context, outside the KV
  * capacity the busy thresholds measure). Throws `ROUTER_NO_WORKER` when none is left; each response
  * is checked against its schema (a malformed one fails the call with a retryable `ENGINE_FAILED`).
+ * The call counts among the worker's requests in flight while it runs; `onRelease` hears when it
+ * stops counting (requests parked because the worker was busy must try again then).
  */
 export function callEmbedding(
   runtime: Runtime,
   workers: WorkerSet,
   request: EmbedRequest,
-  options: { readonly signal: AbortSignal; readonly excludeWorkerIds?: readonly string[] | undefined },
+  options: {
+    readonly signal: AbortSignal;
+    readonly excludeWorkerIds?: readonly string[] | undefined;
+    readonly onRelease?: (() => void) | undefined;
+  },
 ): EmbeddingCall {
   const excluded = new Set(options.excludeWorkerIds ?? []);
   const candidates = workers.forModel(request.model).filter((w) => EMBEDDING_ROLES.includes(w.card.role) && !excluded.has(w.id));
@@ -49,7 +55,11 @@ export function callEmbedding(
   const workerId = policy.select(candidates, { model: request.model, tokenIds: [] }).id;
   workers.adjustInflight(workerId, 1);
   const source = runtime.requests.call(subjects.embed(workerId), request, { signal: options.signal });
-  return { workerId, stream: checked(source, workerId, runtime, () => workers.adjustInflight(workerId, -1)) };
+  const release = (): void => {
+    workers.adjustInflight(workerId, -1);
+    options.onRelease?.();
+  };
+  return { workerId, stream: checked(source, workerId, runtime, release) };
 }
 
 /** The worker's responses, each checked, with `release` run once when the stream ends or is left. */

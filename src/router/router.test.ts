@@ -167,3 +167,49 @@ test("a malformed response from a worker fails the call retryably, is counted, a
   router.close();
   await runtime.close();
 });
+
+test("a request parked behind embeddings runs when they end (regression: it waited for ever)", async () => {
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({
+    runtime,
+    id: "w1",
+    engine: new MockerEngine({ speedupRatio: 1000 }),
+    modelName: "m",
+    logger: silentLogger,
+  });
+  // One request in flight makes the worker busy: the embedding below fills it.
+  const router = new Router({
+    runtime,
+    policy: roundRobinPolicy(),
+    logger: silentLogger,
+    busy: { activeSequencesFrac: 1 / worker.card.maxSequences },
+  });
+  try {
+    const embedding = router.embed(
+      { type: "embed-request", requestId: "e", model: "m", inputs: [[1, 2, 3]] },
+      { signal: new AbortController().signal },
+    );
+    assert.equal(router.workers.get("w1")?.inflight, 1);
+    const routed = router.route(generateRequest(), { signal: new AbortController().signal });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(router.queuedRequests, 1, "parked while the embedding runs");
+    // The mocker computes no embeddings: the call ends in an error, and the worker's slot is free.
+    await assert.rejects(async () => {
+      for await (const _ of embedding.stream) {
+        /* drain */
+      }
+    });
+    const call = await Promise.race([
+      routed,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the parked request never ran")), 5000)),
+    ]);
+    for await (const _ of call.stream) {
+      /* drain */
+    }
+    assert.equal(call.workerId, "w1");
+  } finally {
+    router.close();
+    await worker.close(100);
+    await runtime.close();
+  }
+});

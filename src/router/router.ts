@@ -386,7 +386,11 @@ export class Router {
     request: EmbedRequest,
     options: { signal: AbortSignal; excludeWorkerIds?: readonly string[] | undefined },
   ): EmbeddingCall {
-    return callEmbedding(this.#runtime, this.workers, request, options);
+    // Embeddings count among a worker's sequences: a request parked behind them tries again when one ends.
+    return callEmbedding(this.#runtime, this.workers, request, {
+      ...options,
+      onRelease: () => this.#queues.get(request.model)?.notify(),
+    });
   }
 
   close(): void {
