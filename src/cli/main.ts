@@ -1,5 +1,12 @@
 import { resolve } from "node:path";
-import { ensureTinyLora, ensureTinyModel, writeTinyLora, writeTinyModel } from "../engines/index.js";
+import {
+  ensureTinyLora,
+  ensureTinyModel,
+  ensureTinyRanker,
+  writeTinyLora,
+  writeTinyModel,
+  writeTinyRanker,
+} from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
 import { ArmatureError, isArmatureError } from "../protocol/index.js";
 import { BENCH_USAGE, benchCommand } from "./bench-command.js";
@@ -27,6 +34,7 @@ usage:
   armature up CLUSTER.yaml         a local deployment (nats, etcd, workers, frontend) as child processes
   armature model tiny [--out F]   write the small generated GGUF model (default: into the cache)
   armature model tiny-lora [--out F]   a LoRA adapter for it: its greedy output is "sea sea …"
+  armature model tiny-ranker [--out F] a ranking model (reranker) made from it, for /v1/rerank
   armature replay TRACE.jsonl      replay a Mooncake trace through the router and mocker workers, in virtual time
   armature bench --url U --model M (--concurrency N | --rate R | --trace F)
                                   load an OpenAI-compatible server: TTFT, ITL, throughput, goodput
@@ -121,9 +129,12 @@ async function serve(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
-const MODEL_USAGE = "usage: armature model tiny|tiny-lora [--out FILE]";
+const MODEL_USAGE = "usage: armature model tiny|tiny-lora|tiny-ranker [--out FILE]";
 
-/** `armature model tiny` writes the generated model; `tiny-lora` its LoRA adapter (see `buildTinyLora`). */
+/**
+ * `armature model tiny` writes the generated model; `tiny-lora` its LoRA adapter (see
+ * `buildTinyLora`); `tiny-ranker` a ranking model made from it (see `buildTinyRanker`).
+ */
 async function model(argv: readonly string[]): Promise<number> {
   const [kind, flag, value] = argv;
   const generated =
@@ -131,7 +142,9 @@ async function model(argv: readonly string[]): Promise<number> {
       ? { write: writeTinyModel, ensure: ensureTinyModel }
       : kind === "tiny-lora"
         ? { write: writeTinyLora, ensure: ensureTinyLora }
-        : undefined;
+        : kind === "tiny-ranker"
+          ? { write: writeTinyRanker, ensure: ensureTinyRanker }
+          : undefined;
   if (!generated || (flag !== undefined && !(flag === "--out" && value)) || argv.length > 3) {
     process.stderr.write(`${MODEL_USAGE}\n`);
     return 2;

@@ -1,4 +1,18 @@
-import type { EmbedRequest, GenerateRequest, GenerateResponse, KvCosts, KvEvent, ModelCard } from "../protocol/index.js";
+import type {
+  EmbedRequest,
+  GenerateRequest,
+  GenerateResponse,
+  KvCosts,
+  KvEvent,
+  ModelCard,
+  RankRequest,
+} from "../protocol/index.js";
+
+/** One document's score against its query, and the tokens the model read for the pair. */
+export interface RankedPair {
+  readonly score: number;
+  readonly promptTokens: number;
+}
 
 /**
  * What an engine knows about itself: everything a model card holds except the served name and the
@@ -119,6 +133,12 @@ export interface Engine {
    * signal stops before the next input. Engines without it (the mocker) serve no embeddings.
    */
   embed?(request: EmbedRequest, options: { readonly signal: AbortSignal }): AsyncIterable<Float32Array>;
+  /**
+   * Scores each document of `request` against its query with the model's ranking head, one pair
+   * at a time in document order. Present only where the model can rank (a reranker); refuses by
+   * name token ids outside the vocabulary and a pair longer than the context.
+   */
+  rank?(request: RankRequest, options: { readonly signal: AbortSignal }): AsyncIterable<RankedPair>;
   /** KV events in the order the cache changed. Returns a function that stops listening. */
   onKvEvents(listener: (events: readonly KvEvent[]) => void): () => void;
   load(): EngineLoad;

@@ -10,6 +10,7 @@ export {
   type KvExport,
   type PrefillOptions,
   type PrefillResult,
+  type RankedPair,
 } from "./engine.js";
 export { EngineServerEngine } from "./engine-server/engine-server-engine.js";
 export { engineUrl, getJson, waitHealthy } from "./engine-server/engine-server-http.js";
@@ -30,7 +31,15 @@ export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from ".
 export { SeededRandom } from "./seeded-random.js";
 export type { SglangEngineOptions } from "./sglang/sglang-engine.js";
 export { connectSglang } from "./sglang/sglang-engine.js";
-export { defaultCacheDir, ensureTinyLora, ensureTinyModel, writeTinyLora, writeTinyModel } from "./tiny-model/model-cache.js";
+export {
+  defaultCacheDir,
+  ensureTinyLora,
+  ensureTinyModel,
+  ensureTinyRanker,
+  writeTinyLora,
+  writeTinyModel,
+  writeTinyRanker,
+} from "./tiny-model/model-cache.js";
 export { buildTinyLora, TINY_LORA_WORD } from "./tiny-model/tiny-lora.js";
 export { buildTinyModel, CHATML_TEMPLATE } from "./tiny-model/tiny-model.js";
 export type { Tokenizer } from "./tokenizer.js";

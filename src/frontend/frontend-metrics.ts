@@ -14,7 +14,9 @@ export interface RequestOutcome {
     | "messages"
     | "kserve_infer"
     | "kserve_generate"
-    | "embeddings";
+    | "embeddings"
+    | "rerank"
+    | "score";
   readonly requestType: "stream" | "unary";
   readonly status: "success" | "error";
   readonly errorType?: string | undefined;

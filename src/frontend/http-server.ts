@@ -32,6 +32,7 @@ import { handleEmbeddings } from "./routes/embeddings-route.js";
 import { handleHealth, handleLive, handleMetrics, handleModel, handleModels } from "./routes/info-routes.js";
 import { handleLoraAdmin } from "./routes/lora-routes.js";
 import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./routes/messages-route.js";
+import { handleRerank, handleScore, RANKING_PATHS } from "./routes/ranking-routes.js";
 import { handleResponses } from "./routes/responses-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
 import { tokenizerFetcher } from "./tokenizer-fetch.js";
@@ -303,6 +304,13 @@ export class Frontend {
         return handleResponses(req, res, requestId, deps);
       case "POST /v1/embeddings":
         return handleEmbeddings(req, res, requestId, deps);
+      case "POST /v1/rerank":
+      case "POST /v2/rerank":
+      case "POST /rerank":
+        return handleRerank(req, res, requestId, deps);
+      case "POST /v1/score":
+      case "POST /score":
+        return handleScore(req, res, requestId, deps);
       case "POST /tokenize":
         return handleTokenize(req, res, requestId, deps);
       case "POST /detokenize":
@@ -356,6 +364,7 @@ export class Frontend {
             "/v1/chat/completions",
             "/v1/completions",
             "/v1/embeddings",
+            ...RANKING_PATHS,
             ...ANTHROPIC_PATHS,
             "/v1/responses",
             "/v1/models",

@@ -310,7 +310,7 @@ export const modelCardSchema: Schema<ModelCard> = object({
   eosToken: optional(str({ maxLength: 1024 })),
   publishesKvEvents: bool,
   kvBytesPerToken: optional(num(0)),
-  kinds: optional(arrayOf(literal("chat", "embeddings"), 2)),
+  kinds: optional(arrayOf(literal("chat", "embeddings", "rerank"), 3)),
   loras: optional(arrayOf(modelName, MAX_LORAS_PER_WORKER)),
 });
 

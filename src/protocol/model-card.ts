@@ -1,5 +1,5 @@
 /** A kind of work a model serves, as `GET /v1/models` lists it. */
-export type ModelKind = "chat" | "embeddings";
+export type ModelKind = "chat" | "embeddings" | "rerank";
 
 /** The role a worker plays in serving a request. */
 export type WorkerRole = "aggregated" | "prefill" | "decode";

@@ -15,6 +15,8 @@ export const subjects = {
   lora: (workerId: string): string => `${workerId}.lora`,
   /** Request-plane address where a worker answers `embed-request`s (`POST /v1/embeddings`). */
   embed: (workerId: string): string => `${workerId}.embed`,
+  /** Request-plane address where a worker answers `rank-request`s (`POST /v1/rerank`, `POST /v1/score`). */
+  rank: (workerId: string): string => `${workerId}.rank`,
   /** Router replicas share their bookings here. */
   activeSequences: "armature.active_sequences",
   /** The request-plane address every `armature router` process serves (NATS queue group: one answers). */

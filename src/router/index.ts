@@ -10,8 +10,6 @@ export {
   roundRobinPolicy,
 } from "./basic-policies.js";
 export { disaggregationMetrics } from "./disaggregation-metrics.js";
-export type { EmbeddingCall } from "./embedding-call.js";
-export { EMBEDDING_ROLES } from "./embedding-call.js";
 export type { ApproximateIndexOptions } from "./kv-index/approximate-index.js";
 export { ApproximateIndex } from "./kv-index/approximate-index.js";
 export { KvIndexer } from "./kv-index/kv-indexer.js";
@@ -20,6 +18,8 @@ export { RadixTree } from "./kv-index/radix-tree.js";
 export type { KvIndexView, KvPolicyOptions } from "./kv-policy.js";
 export { kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
+export type { EmbeddingCall, RankingCall } from "./pooling-call.js";
+export { EMBEDDING_ROLES } from "./pooling-call.js";
 export type { PrefillOutcome, PrefillStageOptions } from "./prefill-stage.js";
 export { PrefillStage } from "./prefill-stage.js";
 export type { RemoteSelector } from "./remote-selector.js";

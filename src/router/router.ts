@@ -6,14 +6,15 @@ import {
   type GenerateResponse,
   generateResponseSchema,
   isArmatureError,
+  type RankRequest,
   type WorkerRole,
 } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue, type QueueTicket, type ShedReason } from "./admission-queue.js";
-import { callEmbedding, type EmbeddingCall } from "./embedding-call.js";
 import { FirstTokenLead } from "./first-token-lead.js";
 import type { RoutingPolicy } from "./policy.js";
+import { callEmbedding, callRanking, type EmbeddingCall, type RankingCall } from "./pooling-call.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
 import { once, tapEnd, tracked } from "./routed-stream.js";
@@ -388,6 +389,14 @@ export class Router {
   ): EmbeddingCall {
     // Embeddings count among a worker's sequences: a request parked behind them tries again when one ends.
     return callEmbedding(this.#runtime, this.workers, request, {
+      ...options,
+      onRelease: () => this.#queues.get(request.model)?.notify(),
+    });
+  }
+
+  /** Sends a ranking request as `embed` sends an embedding request (see `callRanking`). */
+  rank(request: RankRequest, options: { signal: AbortSignal; excludeWorkerIds?: readonly string[] | undefined }): RankingCall {
+    return callRanking(this.#runtime, this.workers, request, {
       ...options,
       onRelease: () => this.#queues.get(request.model)?.notify(),
     });

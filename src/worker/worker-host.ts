@@ -20,10 +20,10 @@ import type { InstanceRecord, Lease, PlannerWorkerOrigin, Registration, Runtime 
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
-import { serveEmbeddings } from "./embed-service.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { serveLoraAdmin } from "./lora-service.js";
 import { modelCardFor } from "./model-card.js";
+import { servePooling } from "./pooling-service.js";
 import { withWorkerSpans } from "./request-spans.js";
 import { serveTokenizer } from "./tokenizer-service.js";
 
@@ -81,7 +81,7 @@ export class WorkerHost {
   /** The most recent batches, for readers that missed some. */
   readonly #recent: KvEventBatch[] = [];
   #queryRegistration: Registration | undefined;
-  #embedRegistration: Registration | undefined;
+  #poolingRegistration: Registration | undefined;
   #tokenizerRegistration: Registration | undefined;
   #loraRegistration: Registration | undefined;
   #unwatchAdapters: (() => void) | undefined;
@@ -175,7 +175,7 @@ export class WorkerHost {
     if (this.#tokenizer) {
       this.#tokenizerRegistration = await serveTokenizer({ runtime, workerId: this.id, bundle: this.#tokenizer });
     }
-    this.#embedRegistration = await serveEmbeddings({
+    this.#poolingRegistration = await servePooling({
       runtime,
       workerId: this.id,
       engine,
@@ -365,7 +365,7 @@ export class WorkerHost {
     await this.#registration?.close();
     await this.#loraRegistration?.close();
     await this.#queryRegistration?.close();
-    await this.#embedRegistration?.close();
+    await this.#poolingRegistration?.close();
     await this.#tokenizerRegistration?.close();
     const graceOver = new AbortController();
     const grace = this.#o.runtime.clock.sleep(graceMs, graceOver.signal).catch(() => undefined);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type Engine, MockerEngine } from "../../src/engines/index.js";
-import { embedAll } from "../../src/frontend/embedding-flow.js";
+import { embedAll } from "../../src/frontend/pooling-flow.js";
 import { silentLogger } from "../../src/observability/index.js";
 import {
   ArmatureError,

@@ -34,6 +34,7 @@ import { type ContextSettings, createContext, KV_ELEMENT_BYTES } from "./llama-c
 import { backendOf, defaultThreads, llamaRuntime } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
+import { LlamaRanker } from "./llamacpp-ranker.js";
 import { LoraLanes, type SequenceLane } from "./lora-lanes.js";
 import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
@@ -72,6 +73,9 @@ export class LlamaCppEngine implements Engine {
   #closed = false;
   /** `POST /v1/embeddings`: its own llama.cpp context, made on the first request. */
   #embedder: LlamaEmbedder | undefined;
+  /** `POST /v1/rerank` and `/v1/score`, on a model that can rank: its own context, made on the first request. */
+  #ranker: LlamaRanker | undefined;
+  readonly rank: Engine["rank"];
 
   private constructor(
     llama: Llama,
@@ -84,6 +88,7 @@ export class LlamaCppEngine implements Engine {
     this.#model = model;
     this.#context = context;
     this.info = info;
+    this.rank = LlamaRanker.supports(model) ? (request, { signal }) => this.#rankerOf().rank(request, signal) : undefined;
     const sequences = Array.from({ length: context.totalSequences }, () => context.getSequence());
     this.#slots = new SequenceSlots(sequences);
     this.#tracker = new KvBlockTracker(info.blockSize);
@@ -145,6 +150,7 @@ export class LlamaCppEngine implements Engine {
       maxLoras: options.maxLoras ?? 1,
     });
     engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads });
+    if (engine.rank) engine.#ranker = new LlamaRanker(model, { contextSize: context.contextSize, threads });
     try {
       for (const { name, path } of options.loras ?? []) await engine.#loras.add(name, path, `--lora ${name}=${path}`);
     } catch (error) {
@@ -184,6 +190,11 @@ export class LlamaCppEngine implements Engine {
   embed(request: EmbedRequest, options: { readonly signal: AbortSignal }): AsyncIterable<Float32Array> {
     if (!this.#embedder || this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
     return this.#embedder.embed(request, options.signal);
+  }
+
+  #rankerOf(): LlamaRanker {
+    if (!this.#ranker || this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
+    return this.#ranker;
   }
 
   dumpKvEvents(): KvEvent[] {
@@ -465,6 +476,7 @@ export class LlamaCppEngine implements Engine {
     await this.#loras.close();
     await this.#kvbm?.close();
     await this.#embedder?.close();
+    await this.#ranker?.close();
     await this.#context.dispose();
     await this.#model.dispose();
   }

@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { buildTinyLora } from "./tiny-lora.js";
 import { buildTinyModel } from "./tiny-model.js";
+import { buildTinyRanker } from "./tiny-ranker.js";
 
 /** Folder where armature keeps generated models: `ARMATURE_CACHE_DIR`, else `~/.cache/armature`. */
 export function defaultCacheDir(): string {
@@ -12,6 +13,7 @@ export function defaultCacheDir(): string {
 
 let builtModel: Buffer | undefined;
 let builtLora: Buffer | undefined;
+let builtRanker: Buffer | undefined;
 
 /** The default tiny model's bytes, generated once per process (it takes a moment). */
 function tinyModelBytes(): Buffer {
@@ -25,6 +27,12 @@ function tinyLoraBytes(): Buffer {
   return builtLora;
 }
 
+/** The tiny ranking model's bytes, generated once per process. */
+function tinyRankerBytes(): Buffer {
+  builtRanker ??= buildTinyRanker();
+  return builtRanker;
+}
+
 /** Writes the tiny model to `path` atomically (temporary file, then rename). */
 export function writeTinyModel(path: string): Promise<void> {
   return writeAtomically(path, tinyModelBytes());
@@ -33,6 +41,11 @@ export function writeTinyModel(path: string): Promise<void> {
 /** Writes the tiny model's LoRA adapter (see `buildTinyLora`) to `path` atomically. */
 export function writeTinyLora(path: string): Promise<void> {
   return writeAtomically(path, tinyLoraBytes());
+}
+
+/** Writes the tiny ranking model (see `buildTinyRanker`) to `path` atomically. */
+export function writeTinyRanker(path: string): Promise<void> {
+  return writeAtomically(path, tinyRankerBytes());
 }
 
 /**
@@ -46,6 +59,11 @@ export function ensureTinyModel(cacheDir = defaultCacheDir()): Promise<string> {
 /** As `ensureTinyModel`, for the tiny model's LoRA adapter. */
 export function ensureTinyLora(cacheDir = defaultCacheDir()): Promise<string> {
   return ensureGenerated(cacheDir, "armature-tiny-v2-lora.gguf", tinyLoraBytes());
+}
+
+/** As `ensureTinyModel`, for the tiny ranking model. */
+export function ensureTinyRanker(cacheDir = defaultCacheDir()): Promise<string> {
+  return ensureGenerated(cacheDir, "armature-tiny-v2-ranker.gguf", tinyRankerBytes());
 }
 
 async function ensureGenerated(cacheDir: string, name: string, bytes: Buffer): Promise<string> {

@@ -2,7 +2,7 @@ import { factorBigrams } from "./bigram.js";
 import { type BpeVocabulary, encodeBpe, learnBpe } from "./byte-bpe.js";
 import { CHATML_TEMPLATE } from "./chat-template.js";
 import { TOKENIZER_TEXT, trainingStreams } from "./corpus-streams.js";
-import { encodeGguf, type MetadataValue } from "./gguf-writer.js";
+import { encodeGguf, type MetadataValue, type TensorSpec } from "./gguf-writer.js";
 import { bigramRank, speakingTensors } from "./transformer-weights.js";
 
 /** ChatML with Hermes-style tools, the template embedded in the tiny model's metadata. */
@@ -41,6 +41,12 @@ export function tinyVocabularySize(vocab: BpeVocabulary): number {
  * model ends with `<|im_end|>`. Same options, same bytes.
  */
 export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
+  const { metadata, tensors } = tinyModelParts(options);
+  return encodeGguf(metadata, tensors);
+}
+
+/** The tiny model's metadata and tensors, before they are written (the ranker is built from them). */
+export function tinyModelParts(options: TinyModelOptions = {}): { metadata: Map<string, MetadataValue>; tensors: TensorSpec[] } {
   const seed = options.seed ?? 1234;
   const dim = options.embeddingLength ?? 64;
   const layers = options.layers ?? 2;
@@ -109,5 +115,5 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
     },
     factors,
   );
-  return encodeGguf(md, tensors);
+  return { metadata: md, tensors };
 }

@@ -135,6 +135,33 @@ export const embeddingsFields: Readonly<Record<string, FieldRule>> = {
   user: accepted("a caller's label for abuse monitoring; it does not change the output"),
 };
 
+/** Fields both ranking routes share beside their texts (vLLM's pooling request fields). */
+const rankingShared: Record<string, FieldRule> = {
+  model: honoured,
+  truncate_prompt_tokens: refusedUnless("null", absent),
+  priority: refusedUnless("0 (ranking requests do not wait in the admission queue)", (v) => absent(v) || v === 0),
+  use_activation: refusedUnless("true (scores are the model's probabilities)", (v) => absent(v) || v === true),
+  mm_processor_kwargs: refusedUnless("{}", emptyObject),
+  user: accepted("a caller's label for abuse monitoring; it does not change the output"),
+};
+
+/** `POST /v1/rerank` (vLLM's RerankRequest, with Cohere's and Jina's `return_documents`). */
+export const rerankFields: Readonly<Record<string, FieldRule>> = {
+  ...rankingShared,
+  query: honoured,
+  documents: honoured,
+  top_n: honoured,
+  return_documents: honoured,
+  instruction: refusedUnless("null (put it in the query)", absent),
+};
+
+/** `POST /v1/score` (vLLM's ScoreRequest). */
+export const scoreFields: Readonly<Record<string, FieldRule>> = {
+  ...rankingShared,
+  text_1: honoured,
+  text_2: honoured,
+};
+
 /**
  * Refuses, naming it, the first field `body` has that the route does not serve: an unknown one
  * (OpenAI's "Unrecognized request argument supplied"), or a known one asking for what is not built.

@@ -1,20 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { lazyChild } from "../../observability/index.js";
 import { ArmatureError, decodeEmbedding } from "../../protocol/index.js";
-import { embedAll } from "../embedding-flow.js";
-import type { RequestTimer } from "../frontend-metrics.js";
-import { toHttpError } from "../http-errors.js";
-import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline } from "../model-pipelines.js";
+import { embedAll } from "../pooling-flow.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type EmbeddingsInput, type EmbeddingsRequest, parseEmbeddingsRequest } from "../requests/embeddings-request.js";
-import type { GenerationRouteDeps } from "./generation-flow.js";
+import { type PoolingRouteDeps, servePooled } from "./pooling-route.js";
 
-/** What the embeddings route needs from the server: the generating routes' needs, less tools and traces. */
-export type EmbeddingsRouteDeps = Pick<
-  GenerationRouteDeps,
-  "router" | "pipelines" | "metrics" | "logger" | "bodyLimitBytes" | "requestTimeoutMs" | "migrationLimit" | "access"
->;
+/** What the embeddings route needs from the server. */
+export type EmbeddingsRouteDeps = PoolingRouteDeps;
 
 /**
  * `POST /v1/embeddings` (OpenAI's Create embeddings): the frontend tokenizes the texts as a completion
@@ -22,46 +15,14 @@ export type EmbeddingsRouteDeps = Pick<
  * aggregated or prefill worker; the answer lists one unit-length vector per input, in input order,
  * as float numbers or base64 (little-endian float32), with the input tokens as usage.
  */
-export async function handleEmbeddings(
+export function handleEmbeddings(
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
   deps: EmbeddingsRouteDeps,
 ): Promise<void> {
-  const log = lazyChild(deps.logger, { requestId, endpoint: "embeddings" });
-  const headers: Record<string, string> = { "x-request-id": requestId };
-  const arrivedAt = performance.now();
-  const controller = new AbortController();
-  const timeoutMs = deps.requestTimeoutMs;
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          controller.abort(
-            new ArmatureError("REQUEST_TIMEOUT", `the request took longer than this server's limit of ${timeoutMs / 1000} s`),
-          );
-        }, timeoutMs);
-  res.on("close", () => {
-    clearTimeout(deadline);
-    if (!res.writableFinished) {
-      controller.abort(new ArmatureError("REQUEST_CANCELLED", "client disconnected"));
-      deps.metrics.disconnected.inc();
-    }
-  });
-  let timer: RequestTimer | undefined;
-  try {
-    const request = parseEmbeddingsRequest(await readJsonBody(req, deps.bodyLimitBytes));
-    deps.access?.checkModel(request.model);
-    const pipeline = await deps.pipelines.get(request.model);
-    if (pipeline.lora !== undefined) {
-      throw new ArmatureError(
-        "REQUEST_INVALID",
-        `'${request.model}' is a LoRA adapter of '${pipeline.card.name}', which serves completions; embeddings come from a model (name '${pipeline.card.name}')`,
-        { param: "model" },
-      );
-    }
-    timer = deps.metrics.startRequest(pipeline.card.name, arrivedAt);
-    const inputs = await inputTokens(request.input, pipeline);
+  return servePooled("embeddings", "embeddings", req, res, requestId, deps, parseEmbeddingsRequest, async (request, context) => {
+    const inputs = await inputTokens(request.input, context.pipeline);
     const promptTokens = inputs.reduce((sum, input) => sum + input.length, 0);
     const result = await embedAll(
       deps.router,
@@ -71,16 +32,9 @@ export async function handleEmbeddings(
         model: request.model,
         inputs,
         dimensions: request.dimensions,
-        timeoutMs: timeoutMs === undefined ? undefined : Math.max(0, timeoutMs - (performance.now() - arrivedAt)),
+        timeoutMs: context.timeoutMs(),
       },
-      {
-        signal: controller.signal,
-        migrationLimit: deps.migrationLimit,
-        onMigrate: (from, embedded) => {
-          deps.metrics.migrations.inc({ model: request.model });
-          log.warn({ from, embedded }, "worker failed mid-request; the remaining inputs moved to another worker");
-        },
-      },
+      { signal: context.signal, migrationLimit: deps.migrationLimit, onMigrate: context.onMigrate },
     );
     const body = {
       object: "list",
@@ -92,25 +46,8 @@ export async function handleEmbeddings(
       model: request.model,
       usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
     };
-    deps.access?.recordUsage(promptTokens, 0);
-    timer.finish({ endpoint: "embeddings", requestType: "unary", status: "success", inputTokens: promptTokens });
-    sendJson(res, 200, body, { ...headers, "x-armature-worker": result.workerId });
-  } catch (error) {
-    const http = toHttpError(error);
-    if (http.status >= 500) log.error({ err: error }, "embeddings request failed");
-    else log.info({ status: http.status, code: http.body.error.code, message: http.body.error.message }, "request rejected");
-    (timer ?? deps.metrics.startRequest("unknown")).finish({
-      endpoint: "embeddings",
-      requestType: "unary",
-      status: "error",
-      errorType: http.errorType,
-    });
-    if (res.headersSent || res.destroyed) return;
-    sendJson(res, http.status, http.body, headers);
-    if (http.status === 413) lingerThenClose(req);
-  } finally {
-    clearTimeout(deadline);
-  }
+    return { body, workerId: result.workerId, promptTokens };
+  });
 }
 
 /**
