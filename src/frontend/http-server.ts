@@ -243,13 +243,15 @@ export class Frontend {
     const headers = { "x-request-id": requestId };
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const route = `${req.method} ${path}`;
+    // Cohere's `/v2/rerank` shares KServe's `/v2` prefix.
+    const kserve = isKservePath(path) && path !== "/v2/rerank";
     const trace = new RequestTrace(this.#o.tracing ?? noTracing, traceContextFromHeaders(req.headers));
     res.setHeader("x-armature-trace-id", trace.traceId);
     if (this.#o.instanceId) res.setHeader("x-armature-frontend", this.#o.instanceId);
     const access = batch ? this.#o.access?.grantByName(batch.owner ?? "", res) : this.#o.access?.check(req, res, path);
     if (access?.kind === "denied") {
       if (ANTHROPIC_PATHS.includes(path)) return sendAnthropicDenial(req, res, access.denial, headers);
-      if (isKservePath(path)) return sendKserveDenial(req, res, access.denial, headers);
+      if (kserve) return sendKserveDenial(req, res, access.denial, headers);
       return sendAccessDenial(req, res, access.denial, headers);
     }
     const grant = access?.kind === "granted" ? access.grant : undefined;
@@ -284,7 +286,7 @@ export class Frontend {
         owner: grant?.keyName ?? null,
       });
     }
-    if (isKservePath(path)) return handleKserveRest(req, res, path, requestId, deps);
+    if (kserve) return handleKserveRest(req, res, path, requestId, deps);
     if (req.method === "GET" && path.startsWith(MODEL_PATH_PREFIX)) {
       const id = decodePathPart(path.slice(MODEL_PATH_PREFIX.length));
       if (id !== undefined) return handleModel(res, this.#o.router, this.#startedAt, id, headers, grant);

@@ -64,7 +64,7 @@ export {
 } from "./message-schemas.js";
 export type { ModelCard, ModelKind, TokenizerSource, WorkerRole } from "./model-card.js";
 export type { RankRequest, RankResponse } from "./rank.js";
-export { MAX_RANK_DOCUMENTS, MAX_RANK_TOKENS, queryOf, rankRequestSchema, rankResponseSchema } from "./rank.js";
+export { cannotRank, MAX_RANK_DOCUMENTS, MAX_RANK_TOKENS, queryOf, rankRequestSchema, rankResponseSchema } from "./rank.js";
 export type { RouteAnswer, RouteQuery } from "./route-query.js";
 export type { Schema } from "./schema.js";
 export { MessageInvalidError } from "./schema.js";

@@ -1,3 +1,4 @@
+import { ArmatureError } from "./errors.js";
 import { arrayOf, int, literal, MessageInvalidError, num, object, optional, type Schema, str } from "./schema.js";
 
 /**
@@ -94,3 +95,16 @@ export const rankResponseSchema: Schema<RankResponse> = object({
   score: num(0, 1),
   promptTokens: int(1, MAX_RANK_TOKENS),
 });
+
+/** The refusal of a ranking request by a model that cannot rank (the frontend and the worker both give it). */
+export function cannotRank(model: string, engine: string): ArmatureError {
+  const why =
+    engine === "llamacpp"
+      ? "its GGUF has no classifier head (cls.output.weight); serve a reranker GGUF"
+      : `the ${engine} engine scores no pairs here; serve a reranker GGUF with --engine llamacpp`;
+  return new ArmatureError(
+    "NOT_SUPPORTED",
+    `model ${model} cannot rank: ${why} for POST /v1/rerank and /v1/score (GET /v1/models lists what each model serves as its kinds)`,
+    { param: "model" },
+  );
+}

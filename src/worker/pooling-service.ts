@@ -1,6 +1,7 @@
 import type { Engine } from "../engines/index.js";
 import {
   ArmatureError,
+  cannotRank,
   type EmbedResponse,
   embedRequestSchema,
   encodeEmbedding,
@@ -76,13 +77,7 @@ async function* rankCall(
   refuseWhenDraining(o);
   const request = o.runtime.invalidMessages.check("rank-request", rankRequestSchema, payload, address);
   const rank = o.engine.rank?.bind(o.engine);
-  if (!rank) {
-    throw new ArmatureError(
-      "NOT_SUPPORTED",
-      `model ${o.card.name} cannot rank: ${o.card.engine === "llamacpp" ? "its GGUF has no classifier head (cls.output.weight); serve a reranker GGUF" : `the ${o.card.engine} engine scores no pairs here; serve a reranker GGUF with --engine llamacpp`} for POST /v1/rerank and /v1/score`,
-      { param: "model" },
-    );
-  }
+  if (!rank) throw cannotRank(o.card.name, o.card.engine);
   yield* tracked(o, callerSignal, request.timeoutMs, async function* (signal) {
     let index = 0;
     for await (const pair of rank(request, { signal })) {

@@ -9,7 +9,7 @@ const docs = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8")
 /** The rows of the docs/api.md table under `heading`: field → status. */
 function documented(heading: string): Map<string, string> {
   const section = docs.split(heading)[1]?.split("\n## ")[0] ?? "";
-  return new Map([...section.matchAll(/^\| `([a-z_]+)` \| (\w+) \|/gm)].map((m) => [m[1] as string, m[2] as string]));
+  return new Map([...section.matchAll(/^\| `([a-z][a-z0-9_]*)` \| (\w+) \|/gm)].map((m) => [m[1] as string, m[2] as string]));
 }
 
 export interface FieldTable {

@@ -138,7 +138,7 @@ export const embeddingsFields: Readonly<Record<string, FieldRule>> = {
 /** Fields both ranking routes share beside their texts (vLLM's pooling request fields). */
 const rankingShared: Record<string, FieldRule> = {
   model: honoured,
-  truncate_prompt_tokens: refusedUnless("null", absent),
+  truncate_prompt_tokens: refusedUnless("null (nothing is truncated: a pair that does not fit is refused)", absent),
   priority: refusedUnless("0 (ranking requests do not wait in the admission queue)", (v) => absent(v) || v === 0),
   use_activation: refusedUnless("true (scores are the model's probabilities)", (v) => absent(v) || v === true),
   mm_processor_kwargs: refusedUnless("{}", emptyObject),

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ArmatureError } from "../../protocol/index.js";
+import { ArmatureError, cannotRank } from "../../protocol/index.js";
 import type { ModelPipeline } from "../model-pipelines.js";
 import { rankAll } from "../pooling-flow.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
@@ -70,6 +70,7 @@ async function score(
   deps: PoolingRouteDeps,
   context: PoolingContext,
 ): ReturnType<typeof rankAll> {
+  if (!context.pipeline.card.kinds?.includes("rerank")) throw cannotRank(model, context.pipeline.card.engine);
   for (const query of queries) refuseIfSurelyTooLong([query], context.pipeline, "query");
   for (const document of documents) refuseIfSurelyTooLong([document], context.pipeline, "documents");
   return rankAll(
