@@ -160,10 +160,6 @@ test("several models are refused, naming the flag, where they cannot be told apa
       /--model-name \(ARMATURE_MODEL_NAME\) names one model/,
     ],
     [["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--engine", "mocker"], /several models are served by --engine llamacpp/],
-    [
-      ["--model", "/m/a.gguf", "--model", "/m/b.gguf", "--planner", "load"],
-      /--planner \(ARMATURE_PLANNER\) sizes the pool of one model/,
-    ],
     [["--model", "/m/a.gguf=bad name"], /takes PATH or PATH=NAME/],
     [["--model", "/m/a.gguf=x", "--model-name", "y"], /both name the model/],
   ];

@@ -293,7 +293,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvEventsEndpoints: list("kv-events-endpoint"),
     kvEventsReplayEndpoints: list("kv-events-replay-endpoint"),
     engineWaitMs: ((seconds) => (seconds === undefined ? undefined : seconds * 1000))(num("engine-wait", false, 0)),
-    ...modelOptions(list("model"), str("model-name"), str("engine") ?? "llamacpp", str("planner")),
+    ...modelOptions(list("model"), str("model-name"), str("engine") ?? "llamacpp"),
     ...loraOptions(list("lora"), num("max-loras", true, 1), list("model"), str("engine") ?? "llamacpp"),
     tokenizer: str("tokenizer"),
     workers: num("workers", true, 1) ?? 1,

@@ -67,14 +67,13 @@ export function loraOptions(
 
 /**
  * `--model PATH[=NAME]`, repeatable on llama.cpp: `models` every one given, `model` and `modelName`
- * the first's path and name (`--model-name`, or its `=NAME`). Several models need distinct names,
- * no `--model-name` and no planner (which sizes one pool); each is refused naming the flag.
+ * the first's path and name (`--model-name`, or its `=NAME`). Several models need distinct names
+ * and no `--model-name`; each is refused naming the flag. A planner sizes each model's pool apart.
  */
 export function modelOptions(
   given: readonly string[],
   modelNameFlag: string | undefined,
   engine: string,
-  planner: string | undefined,
 ): { model: string | undefined; modelName: string | undefined; models: readonly ModelSpec[] } {
   const models = given.map((spec): ModelSpec => {
     const at = spec.lastIndexOf("=");
@@ -91,8 +90,6 @@ export function modelOptions(
       throw configError("model", `is given ${models.length} times; several models are served by --engine llamacpp`);
     if (modelNameFlag !== undefined)
       throw configError("model-name", "names one model; with several --model give each its name as PATH=NAME");
-    if (planner !== undefined)
-      throw configError("planner", "sizes the pool of one model; serve one --model with it, or run a planner per model");
     const names = models.map((m) => m.name ?? servedModelName(m.path));
     const twice = names.find((name, i) => names.indexOf(name) !== i);
     if (twice !== undefined) throw configError("model", `serves two models as '${twice}'; give each its own name with PATH=NAME`);

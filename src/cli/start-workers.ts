@@ -53,8 +53,11 @@ export interface StartedWorkers {
   readonly modelNames: readonly string[];
   /** The workers' spans (`--otlp-endpoint`); close it after the workers, so their last spans go out. */
   readonly tracing: Tracing;
-  /** Starts one more worker of `role` of the first model with the same flags (the next index: its own disk tier folder). */
-  addWorker(role: WorkerRole): Promise<WorkerHost>;
+  /**
+   * Starts one more worker of `role` of `model` (default: the first) with the same flags (the next
+   * index: its own disk tier folder).
+   */
+  addWorker(role: WorkerRole, model?: string): Promise<WorkerHost>;
 }
 
 /** Creates an engine per worker role and registers a worker host for each on the runtime. */
@@ -101,7 +104,7 @@ export async function startWorkers(
   const tiers = await openKvTiers(options, runtime);
   refuseLlamaFlags(options);
   // The engines this process may run side by side share its cores (the default --threads).
-  const workersInProcess = Math.max(workerRoles(options).length * models.length, options.planner?.maxWorkers ?? 0);
+  const workersInProcess = Math.max(workerRoles(options).length, options.planner?.maxWorkers ?? 0) * models.length;
   let started = 0;
   const addWorker = async (role: WorkerRole, model = models[0] as (typeof models)[number]): Promise<WorkerHost> => {
     const index = started++;
@@ -164,7 +167,11 @@ export async function startWorkers(
     modelName: (models[0] as (typeof models)[number]).name,
     modelNames: models.map((m) => m.name),
     tracing,
-    addWorker: (role) => addWorker(role),
+    addWorker: (role, name) => {
+      const model = name === undefined ? models[0] : models.find((m) => m.name === name);
+      if (!model) return Promise.reject(new ArmatureError("CONFIG_INVALID", `no --model is named ${name}`));
+      return addWorker(role, model);
+    },
   };
 }
 

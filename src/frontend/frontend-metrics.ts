@@ -80,7 +80,7 @@ export class RequestTimer {
     this.#startedAt = startedAt;
     this.#model = model;
     metrics.inflight.inc({ model });
-    this.#listener = metrics.onStarted?.(startedAt);
+    this.#listener = metrics.onStarted?.(startedAt, model);
   }
 
   onTokens(count: number): void {
@@ -159,8 +159,8 @@ export class FrontendMetrics {
   readonly onFinished: ((request: FinishedRequestTimings) => void) | undefined;
   /** Hears where each request was routed. */
   readonly onRouted: ((decision: RoutingDecision) => void) | undefined;
-  /** Follows each request from its start (`startedAt`, on `performance.now()`'s clock) while it runs. */
-  readonly onStarted: ((startedAt: number) => RunningRequestListener) | undefined;
+  /** Follows each request of `model` from its start (`startedAt`, on `performance.now()`'s clock) while it runs. */
+  readonly onStarted: ((startedAt: number, model: string) => RunningRequestListener) | undefined;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -179,7 +179,7 @@ export class FrontendMetrics {
     meter: MetricMeter,
     onFinished?: (request: FinishedRequestTimings) => void,
     onRouted?: (decision: RoutingDecision) => void,
-    onStarted?: (startedAt: number) => RunningRequestListener,
+    onStarted?: (startedAt: number, model: string) => RunningRequestListener,
   ) {
     this.onFinished = onFinished;
     this.onRouted = onRouted;

@@ -6,7 +6,9 @@ const declared = new WeakMap<MetricMeter, PlannerMetrics>();
 
 /**
  * The planner's metrics (`armature_planner_*`): the predicted load of the next interval, desired and
- * ready workers per pool, and decisions by pool, loop and action.
+ * ready workers per pool, and decisions by pool, loop and action, each labelled with the model
+ * whose pools the planner sizes (`armature serve` runs one planner per model; empty where the
+ * planner was not told its model).
  */
 export class PlannerMetrics {
   readonly #predicted: GaugeMetric;
@@ -27,30 +29,35 @@ export class PlannerMetrics {
   private constructor(meter: MetricMeter) {
     this.#predicted = meter.gauge("planner_predicted_load", "The next interval's traffic as the planner predicts it", [
       "quantity",
+      "model",
     ]);
-    this.#desired = meter.gauge("planner_desired_workers", "Workers the planner wants per pool", ["pool"]);
-    this.#ready = meter.gauge("planner_ready_workers", "Workers taking requests per pool, as the connector reports", ["pool"]);
+    this.#desired = meter.gauge("planner_desired_workers", "Workers the planner wants per pool", ["pool", "model"]);
+    this.#ready = meter.gauge("planner_ready_workers", "Workers taking requests per pool, as the connector reports", [
+      "pool",
+      "model",
+    ]);
     this.#decisions = meter.counter("planner_decisions_total", "Planner decisions that changed or held a pool", [
       "pool",
       "loop",
       "action",
       "applied",
+      "model",
     ]);
   }
 
-  predicted(load: IntervalLoad): void {
-    this.#predicted.set({ quantity: "requests_per_second" }, load.requestsPerSecond);
-    this.#predicted.set({ quantity: "mean_input_tokens" }, load.meanInputTokens);
-    this.#predicted.set({ quantity: "mean_output_tokens" }, load.meanOutputTokens);
-    this.#predicted.set({ quantity: "kv_hit_rate" }, load.kvHitRate);
+  predicted(model: string, load: IntervalLoad): void {
+    this.#predicted.set({ quantity: "requests_per_second", model }, load.requestsPerSecond);
+    this.#predicted.set({ quantity: "mean_input_tokens", model }, load.meanInputTokens);
+    this.#predicted.set({ quantity: "mean_output_tokens", model }, load.meanOutputTokens);
+    this.#predicted.set({ quantity: "kv_hit_rate", model }, load.kvHitRate);
   }
 
-  replicas(pool: PoolName, desired: number, ready: number): void {
-    this.#desired.set({ pool }, desired);
-    this.#ready.set({ pool }, ready);
+  replicas(model: string, pool: PoolName, desired: number, ready: number): void {
+    this.#desired.set({ pool, model }, desired);
+    this.#ready.set({ pool, model }, ready);
   }
 
-  decision(record: { pool: PoolName; loop: string; action: string; applied: boolean }): void {
-    this.#decisions.inc({ pool: record.pool, loop: record.loop, action: record.action, applied: String(record.applied) });
+  decision(model: string, record: { pool: PoolName; loop: string; action: string; applied: boolean }): void {
+    this.#decisions.inc({ pool: record.pool, loop: record.loop, action: record.action, applied: String(record.applied), model });
   }
 }

@@ -77,11 +77,11 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
     assert.deepEqual(state.predicted, traffic);
     assert.equal(state.pools.aggregated?.floor, 2);
     const metrics = await meter.render();
-    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated"\} 2/);
-    assert.match(metrics, /armature_planner_predicted_load\{quantity="requests_per_second"\} 10/);
+    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated",model=""\} 2/);
+    assert.match(metrics, /armature_planner_predicted_load\{quantity="requests_per_second",model=""\} 10/);
     assert.match(
       metrics,
-      /armature_planner_decisions_total\{pool="aggregated",loop="throughput",action="floor",applied="true"\} 1/,
+      /armature_planner_decisions_total\{pool="aggregated",loop="throughput",action="floor",applied="true",model=""\} 1/,
     );
   } finally {
     await close();

@@ -37,6 +37,8 @@ export interface PlannerDecisionRecord {
 
 /** What `GET /v1/planner` shows. */
 export interface PlannerState {
+  /** The model whose pools it sizes, where the planner was told. */
+  readonly model?: string | undefined;
   readonly mode: CompiledPlannerOptions["mode"];
   readonly layout: CompiledPlannerOptions["layout"];
   readonly advisory: boolean;
@@ -57,6 +59,8 @@ export interface PlannerDeps {
   readonly connector: ScalingConnector;
   readonly signals: PlannerSignals;
   readonly meter?: MetricMeter | undefined;
+  /** The model whose pools it sizes: the `model` label of its metrics and a field of its state. */
+  readonly model?: string | undefined;
   readonly logger: Logger;
   /** Hears every decision (replay keeps the timeline). */
   readonly onDecision?: ((record: PlannerDecisionRecord) => void) | undefined;
@@ -194,7 +198,7 @@ export class Planner {
     this.#observed = signals.takeInterval(now);
     this.#forecaster.observe(this.#observed);
     this.#predicted = this.#forecaster.forecast();
-    this.#metrics?.predicted(this.#predicted);
+    this.#metrics?.predicted(this.#deps.model ?? "", this.#predicted);
     if (!options.profile) return undefined;
     const plan = calculateReplicas(this.#predicted, options.profile, options);
     this.#plan = plan;
@@ -229,6 +233,7 @@ export class Planner {
   state(): PlannerState {
     const o = this.#deps.options;
     return {
+      ...(this.#deps.model === undefined ? {} : { model: this.#deps.model }),
       mode: o.mode,
       layout: o.layout,
       advisory: o.advisory,
@@ -267,7 +272,7 @@ export class Planner {
       }
     }
     const done = { ...record, applied };
-    this.#metrics?.decision(done);
+    this.#metrics?.decision(this.#deps.model ?? "", done);
     if (change) {
       this.#remember(record.pool, applied ? record.to : record.from, this.#pools[record.pool]?.ready ?? 0);
       this.#decisions.push(done);
@@ -280,7 +285,7 @@ export class Planner {
   #remember(pool: PoolName, desired: number, ready: number): void {
     if (ready > 0) this.#cold.delete(pool);
     this.#pools[pool] = { desired, ready, floor: this.#floors.get(pool) ?? 0 };
-    this.#metrics?.replicas(pool, desired, ready);
+    this.#metrics?.replicas(this.#deps.model ?? "", pool, desired, ready);
   }
 
   async #every(periodMs: number, tick: () => Promise<unknown>): Promise<void> {

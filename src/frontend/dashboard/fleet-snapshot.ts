@@ -201,10 +201,32 @@ function fleetWorker(w: WorkerView, router: Router, indexer: KvIndexer | undefin
   };
 }
 
-/** The planner's state (`GET /v1/planner`) with only its newest decisions; null without a planner. */
+/**
+ * The planner's state (`GET /v1/planner`) with only its newest decisions; null without a planner.
+ * With a planner per model (`{models: {name: state}}`), one view of them all: the first model's
+ * settings, every model's pools and decisions with the pool named `model · pool`.
+ */
 function plannerSummary(state: unknown): unknown {
-  if (state === undefined || state === null) return null;
-  if (typeof state !== "object" || !Array.isArray((state as { decisions?: unknown }).decisions)) return state;
+  if (state === undefined || state === null || typeof state !== "object") return state ?? null;
+  const models = (state as { models?: Record<string, PlannerView> }).models;
+  if (models !== undefined) {
+    const views = Object.entries(models);
+    const pools: Record<string, unknown> = {};
+    const decisions: { readonly pool: string; readonly atMs: number }[] = [];
+    for (const [model, view] of views) {
+      for (const [pool, counts] of Object.entries(view.pools ?? {})) pools[`${model} · ${pool}`] = counts;
+      for (const d of view.decisions ?? []) decisions.push({ ...d, pool: `${model} · ${d.pool}` });
+    }
+    decisions.sort((a, b) => a.atMs - b.atMs);
+    return plannerSummary({ ...(views[0]?.[1] ?? {}), pools, decisions });
+  }
+  if (!Array.isArray((state as { decisions?: unknown }).decisions)) return state;
   const decisions = (state as { decisions: unknown[] }).decisions;
   return { ...state, decisions: decisions.slice(-PLANNER_DECISIONS).reverse() };
+}
+
+/** What the dashboard reads of a planner's state. */
+interface PlannerView {
+  readonly pools?: Record<string, unknown>;
+  readonly decisions?: readonly { readonly pool: string; readonly atMs: number }[];
 }
