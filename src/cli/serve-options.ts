@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { defaultCacheDir, type GpuChoice, type KvCacheType } from "../engines/index.js";
-import type { BatchOptions, ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
+import type { GpuChoice, KvCacheType } from "../engines/index.js";
+import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
@@ -13,6 +12,14 @@ import { loraOptions, type ModelSpec, modelOptions } from "./served-models.js";
 export { type RouterName, serveSettings, serveUsage } from "./serve-settings.js";
 
 /** `armature serve` settings, after flags, `ARMATURE_*` variables and the config file are merged. */
+/** The Files and Batch APIs' flags; where batches live is decided at start (`batchPlace`). */
+export interface BatchSettings {
+  /** `--batch-dir` as given; undefined: the KV object store when one is set, else ~/.cache/armature/batches. */
+  readonly dir: string | undefined;
+  readonly concurrency: number;
+  readonly maxFileBytes: number;
+}
+
 export interface ServeOptions {
   readonly host: string;
   readonly port: number;
@@ -23,7 +30,7 @@ export interface ServeOptions {
   /** Largest accepted request body (`--max-body-bytes`); larger ones get 413. */
   readonly maxBodyBytes: number;
   /** The Files and Batch APIs (`--batch-dir`, `--batch-concurrency`, `--batch-max-file-bytes`); undefined: off. */
-  readonly batches: BatchOptions | undefined;
+  readonly batches: BatchSettings | undefined;
   /** Prefill workers: exported KV held for decode workers at once (count, bytes, free space kept). */
   readonly maxKvExports: number | undefined;
   readonly maxKvExportBytes: number | undefined;
@@ -273,7 +280,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       dir === "off"
         ? undefined
         : {
-            dir: dir === undefined || dir === "" ? join(defaultCacheDir(), "batches") : dir,
+            dir: dir === undefined || dir === "" ? undefined : dir,
             concurrency: num("batch-concurrency", true, 1) ?? 4,
             maxFileBytes: num("batch-max-file-bytes", true, 1) ?? 100 * 1024 * 1024,
           })(str("batch-dir")),

@@ -20,6 +20,7 @@ import {
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { createApiAccess } from "./api-access.js";
+import { batchPlace } from "./batch-place.js";
 import { readHttpsCredentials, reloadHttpsOnHangup } from "./https-credentials.js";
 import type { ServeOptions } from "./serve-options.js";
 import { TrafficReporter } from "./traffic-reporter.js";
@@ -150,6 +151,7 @@ export async function startFrontend(
       }
     : planner;
   let frontend: Frontend;
+  const batches = await batchPlace(options, runtime, logger);
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-frontend", logger });
   try {
     frontend = await Frontend.create({
@@ -163,7 +165,7 @@ export async function startFrontend(
       grpcPort: options.grpcPort,
       migrationLimit: options.migrationLimit,
       bodyLimitBytes: options.maxBodyBytes,
-      batches: options.batches,
+      batches,
       requestTimeoutMs: options.requestTimeoutMs,
       toolCallParser: options.toolCallParser,
       reasoningParser: options.reasoningParser,

@@ -18,7 +18,8 @@ import { type AccessControl, sendAccessDenial } from "./access/index.js";
 import { BatchLoopback } from "./batches/batch-loopback.js";
 import { handleBatchRoute, isBatchPath } from "./batches/batch-routes.js";
 import { BatchRunner } from "./batches/batch-runner.js";
-import { BatchStore } from "./batches/batch-store.js";
+import type { BatchStore } from "./batches/batch-store.js";
+import { DirectoryBatchStore } from "./batches/directory-batch-store.js";
 import { answerClientError } from "./client-errors.js";
 import { Dashboard, type FleetBatch } from "./dashboard/index.js";
 import { type FinishedRequestTimings, FrontendMetrics, type RunningRequestListener } from "./frontend-metrics.js";
@@ -86,7 +87,8 @@ export interface FrontendOptions {
 }
 
 export interface BatchOptions {
-  readonly dir: string;
+  /** Where files and batches live: a folder (`--batch-dir`), or a store given whole (an object store's). */
+  readonly place: { readonly dir: string } | { readonly store: BatchStore };
   readonly concurrency: number;
   readonly maxFileBytes: number;
 }
@@ -284,6 +286,7 @@ export class Frontend {
         maxFileBytes: this.#o.batches?.maxFileBytes ?? 0,
         bodyLimitBytes: deps.bodyLimitBytes,
         owner: grant?.keyName ?? null,
+        log: deps.logger,
       });
     }
     if (kserve) return handleKserveRest(req, res, path, requestId, deps);
@@ -409,7 +412,7 @@ export class Frontend {
   }
 
   async #startBatches(options: BatchOptions): Promise<void> {
-    const store = await BatchStore.open(options.dir);
+    const store = "store" in options.place ? options.place.store : await DirectoryBatchStore.open(options.place.dir);
     const loopback = await BatchLoopback.start((req, res, owner) => this.#handle(req, res, { owner }));
     const runner = new BatchRunner({ store, send: loopback.send, concurrency: options.concurrency, logger: this.#log });
     this.#batches = { store, runner, loopback };
@@ -450,6 +453,7 @@ export class Frontend {
     this.#server.closeAllConnections();
     await closed;
     await grpcClosed;
+    await this.#batches?.store.close();
   }
 }
 

@@ -130,6 +130,11 @@ export class NatsObjectStore implements ObjectStore {
     throw conflict(this.name, key);
   }
 
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    checkObjectKey(key);
+    await this.#call("put", key, () => this.#bucket.putBlob({ name: key }, bytes));
+  }
+
   async get(key: string): Promise<Buffer | undefined> {
     checkObjectKey(key);
     const bytes = await this.#call("get", key, () => this.#bucket.getBlob(key));

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { link, mkdir, opendir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { link, mkdir, opendir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ArmatureError } from "../protocol/index.js";
 import { fileAccess } from "./regions.js";
@@ -46,6 +46,11 @@ export interface ObjectStore {
    * See `atomicPutIfAbsent` for racing writers.
    */
   putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean>;
+  /**
+   * Stores `bytes` under `key`, replacing any object there whole: a reader sees the old object or
+   * the new one, never part of either (mutable records: a batch's state).
+   */
+  put(key: string, bytes: Uint8Array): Promise<void>;
   /** The whole object (a copy the caller owns), or undefined when the key is absent. */
   get(key: string): Promise<Buffer | undefined>;
   /**
@@ -99,6 +104,11 @@ export class MemoryObjectStore implements ObjectStore {
     if (this.#objects.has(key)) return false;
     this.#objects.set(key, Buffer.from(bytes));
     return true;
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    checkObjectKey(key);
+    this.#objects.set(key, Buffer.from(bytes));
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -215,6 +225,19 @@ export class DirectoryObjectStore implements ObjectStore {
       throw this.#fileError(key, cause);
     } finally {
       await rm(temporary, { force: true });
+    }
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    const temporary = join(this.#root, `${TEMPORARY_PREFIX}${randomUUID()}`);
+    try {
+      await mkdir(this.#root, { recursive: true });
+      await writeFile(temporary, bytes, { flush: true });
+      // rename() replaces the name at once: a reader opens the old file or the new one.
+      await rename(temporary, this.#path(key));
+    } catch (cause) {
+      await rm(temporary, { force: true });
+      throw this.#fileError(key, cause);
     }
   }
 

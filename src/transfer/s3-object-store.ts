@@ -202,6 +202,15 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    checkObjectKey(key);
+    try {
+      await this.#client.send(new this.#sdk.PutObjectCommand({ Bucket: this.#options.bucket, Key: key, Body: bytes }));
+    } catch (error) {
+      throw this.#failure("PutObject", key, error);
+    }
+  }
+
   async get(key: string): Promise<Buffer | undefined> {
     checkObjectKey(key);
     let response: GetObjectCommandOutput;

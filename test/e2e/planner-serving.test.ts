@@ -100,7 +100,10 @@ async function scaleUpAndDown(url: string): Promise<void> {
   assert.equal(await long, 3000);
   const metrics = await (await fetch(`${url}/metrics`)).text();
   assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated",model="armature-mocker"\} 1/);
-  assert.match(metrics, /armature_planner_decisions_total\{pool="aggregated",loop="load",action="down",applied="true",model="armature-mocker"\} 2/);
+  assert.match(
+    metrics,
+    /armature_planner_decisions_total\{pool="aggregated",loop="load",action="down",applied="true",model="armature-mocker"\} 2/,
+  );
 }
 
 test("without a planner GET /v1/planner is 404; planner flags without --planner and sla without a profile are refused", async () => {

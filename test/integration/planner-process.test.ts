@@ -165,9 +165,10 @@ test("armature planner scales mocker workers 1 → 3 under load and drains back 
     const requests = Number(/^armature_planner_traffic_requests_total (\d+)/m.exec(metrics)?.[1] ?? 0);
     assert.ok(requests >= short.length, `the reports sum the short requests (${requests} of ${short.length})`);
     assert.match(metrics, /^armature_plane_messages_dropped\{kind="traffic-report"\} 1$/m);
-    const ups = /^armature_planner_decisions_total\{pool="aggregated",loop="load",action="up",applied="true",model=""\} (\d+)$/m.exec(
-      metrics,
-    );
+    const ups =
+      /^armature_planner_decisions_total\{pool="aggregated",loop="load",action="up",applied="true",model=""\} (\d+)$/m.exec(
+        metrics,
+      );
     assert.ok(Number(ups?.[1]) >= 2, `two scale-ups at least:\n${metrics}`);
 
     await frontend.stop("SIGINT");

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import { toHttpError } from "../http-errors.js";
 import { lingerThenClose, readBody, readJsonBody, sendJson } from "../http-io.js";
@@ -11,7 +12,7 @@ import {
   type FileObject,
 } from "./batch-objects.js";
 import type { BatchRunner } from "./batch-runner.js";
-import { BatchStore, type StoredBatch, type StoredFile } from "./batch-store.js";
+import { type BatchStore, newBatchId, type StoredBatch, type StoredFile } from "./batch-store.js";
 
 /** What the batch routes need: the store, the runner and the caller's key. */
 export interface BatchRouteDeps {
@@ -23,6 +24,8 @@ export interface BatchRouteDeps {
   readonly bodyLimitBytes: number;
   /** The API key's name: files and batches are its own. Null without keys. */
   readonly owner: string | null;
+  /** Where a request that fails (500) says why. */
+  readonly log: Logger;
 }
 
 const FILES = "/v1/files";
@@ -90,6 +93,7 @@ export async function handleBatchRoute(
     return sendJson(res, 200, wire(stored.batch), headers);
   } catch (error) {
     const http = toHttpError(error);
+    if (http.status >= 500) deps.log.error({ err: error, path }, "Files or Batch API request failed");
     if (!res.headersSent) {
       sendJson(res, http.status, http.body, headers);
       if (http.status === 413) lingerThenClose(req);
@@ -163,7 +167,7 @@ async function createBatch(req: IncomingMessage, deps: BatchRouteDeps): Promise<
   const metadata = parseMetadata(body);
   const now = Math.floor(Date.now() / 1000);
   const batch: BatchObject = {
-    id: BatchStore.newBatchId(),
+    id: newBatchId(),
     object: "batch",
     endpoint,
     errors: null,

@@ -54,6 +54,17 @@ export function objectStoreContract(
       assert.equal(await store.size(blockKey), 4096);
     }));
 
+  test(`${name}: put replaces an object whole, longer or shorter, and stores a new one`, () =>
+    withStore(async (store) => {
+      await store.put(blockKey, Buffer.from("a first state, rather long"));
+      await store.put(blockKey, Buffer.from("short"));
+      assert.equal((await store.get(blockKey))?.toString(), "short");
+      assert.equal(await store.size(blockKey), 5);
+      await store.put(blockKey, Buffer.from("a longer state than short"));
+      assert.equal((await store.get(blockKey))?.toString(), "a longer state than short");
+      await assert.rejects(store.put("", Buffer.from("x")), { code: "TRANSFER_FAILED" });
+    }));
+
   test(`${name}: objects are copies: changing the bytes given or returned changes nothing stored`, () =>
     withStore(async (store) => {
       const bytes = Buffer.from("immutable block");
