@@ -35,7 +35,7 @@ export const serveSettings: Record<string, Setting> = {
   "batch-dir": {
     type: "string",
     env: "ARMATURE_BATCH_DIR",
-    help: "frontend: where the Files and Batch APIs keep files and batches across restarts (default ~/.cache/armature/batches; off turns both APIs off)",
+    help: "frontend: where the Files and Batch APIs keep files and batches across restarts (default: the --kv-object-store when set, else ~/.cache/armature/batches; off turns both APIs off)",
   },
   "batch-concurrency": {
     type: "integer",

@@ -167,7 +167,14 @@ export class S3ObjectStore implements ObjectStore {
         : Buffer.concat([existing, Buffer.alloc(offset + bytes.length - existing.length)]);
     object.set(bytes, offset);
     try {
-      await this.#client.send(new this.#sdk.PutObjectCommand({ Bucket: this.#options.bucket, Key: key, Body: object }));
+      await this.#client.send(
+        new this.#sdk.PutObjectCommand({
+          Bucket: this.#options.bucket,
+          Key: key,
+          Body: object,
+          ContentLength: object.byteLength,
+        }),
+      );
     } catch (error) {
       throw this.#failure("PutObject", key, error);
     }
@@ -189,7 +196,13 @@ export class S3ObjectStore implements ObjectStore {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#client.send(
-          new this.#sdk.PutObjectCommand({ Bucket: this.#options.bucket, Key: key, Body: bytes, IfNoneMatch: ifNoneMatch }),
+          new this.#sdk.PutObjectCommand({
+            Bucket: this.#options.bucket,
+            Key: key,
+            Body: bytes,
+            ContentLength: bytes.byteLength,
+            IfNoneMatch: ifNoneMatch,
+          }),
         );
         return true;
       } catch (error) {
@@ -205,7 +218,9 @@ export class S3ObjectStore implements ObjectStore {
   async put(key: string, bytes: Uint8Array): Promise<void> {
     checkObjectKey(key);
     try {
-      await this.#client.send(new this.#sdk.PutObjectCommand({ Bucket: this.#options.bucket, Key: key, Body: bytes }));
+      await this.#client.send(
+        new this.#sdk.PutObjectCommand({ Bucket: this.#options.bucket, Key: key, Body: bytes, ContentLength: bytes.byteLength }),
+      );
     } catch (error) {
       throw this.#failure("PutObject", key, error);
     }

@@ -2,7 +2,9 @@
 // PUTs of one key end with one writer's object, whole. s3rver's filesystem store writes the object file
 // in place (and answers before the write is flushed), so racing PUTs interleave bytes and a GET right
 // after a PUT can read half a file. Here each PUT is written to its own temporary file, flushed, then
-// renamed over the object: the rename makes the object appear whole.
+// renamed over the object: the rename makes the object appear whole. Its metadata (the length a GET
+// serves) lives in a second file, so a PUT and a GET of one key take turns on a lock per key: a GET
+// reads the metadata and opens the object file of the same version (the open file keeps it).
 // Usage: node --openssl-legacy-provider s3rver-process.mjs <directory> <address> <port>
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
@@ -16,7 +18,28 @@ const require = createRequire(import.meta.url);
 const S3rver = require("s3rver");
 const FilesystemStore = require("s3rver/lib/stores/filesystem");
 
-FilesystemStore.prototype.putObject = async function putObjectWhole(object) {
+/** Each key's last operation: the next one on the key starts when it ends. */
+const turns = new Map();
+function inTurn(key, operation) {
+  const previous = turns.get(key) ?? Promise.resolve();
+  const current = previous.then(operation, operation);
+  const settled = current.then(
+    () => undefined,
+    () => undefined,
+  );
+  turns.set(key, settled);
+  void settled.then(() => {
+    if (turns.get(key) === settled) turns.delete(key);
+  });
+  return current;
+}
+
+const getObject = FilesystemStore.prototype.getObject;
+FilesystemStore.prototype.getObject = function getObjectInTurn(bucket, key, options) {
+  return inTurn(`${bucket}/${key}`, () => getObject.call(this, bucket, key, options));
+};
+
+const putObjectWhole = async function putObjectWhole(object) {
   const objectPath = this.getResourcePath(object.bucket, object.key, "object");
   await mkdir(dirname(objectPath), { recursive: true });
   const temporary = `${objectPath}.${randomBytes(6).toString("hex")}.partial`;
@@ -35,6 +58,9 @@ FilesystemStore.prototype.putObject = async function putObjectWhole(object) {
   await rename(temporary, objectPath);
   await this.putMetadata(object.bucket, object.key, object.metadata, digest);
   return { size, md5: digest };
+};
+FilesystemStore.prototype.putObject = function putObjectInTurn(object) {
+  return inTurn(`${object.bucket}/${object.key}`, () => putObjectWhole.call(this, object));
 };
 
 const [directory, address, port] = process.argv.slice(2);
