@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { getLlama, type Llama, LlamaLogLevel } from "node-llama-cpp";
+import { getLlama, type Llama, LlamaLogLevel, type LlamaModel } from "node-llama-cpp";
 import { ArmatureError } from "../../protocol/index.js";
 
 /** `--gpu`: which llama.cpp build runs the model. */
@@ -84,4 +84,39 @@ export function defaultThreads(
   if (llama.gpu !== false) return 1;
   const math = Math.min(llama.cpuMathCores, cores);
   return Math.max(1, Math.floor((math - 1) / Math.max(1, workers)));
+}
+
+/**
+ * The llama.cpp runtime for `gpu` and the GGUF at `modelPath` on it (all layers offloaded unless
+ * `gpuLayers` says otherwise). Refuses `gpuLayers` on the CPU and a file llama.cpp cannot load,
+ * each naming its flag.
+ */
+export async function loadModel(options: {
+  readonly modelPath: string;
+  readonly gpu?: GpuChoice | undefined;
+  readonly gpuLayers?: number | "max" | undefined;
+}): Promise<{ llama: Llama; backend: LlamaBackend; model: LlamaModel }> {
+  const llama = await llamaRuntime({ gpu: options.gpu ?? "auto" });
+  const backend = backendOf(llama);
+  if (options.gpuLayers !== undefined && backend === "cpu") {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--gpu-layers ${options.gpuLayers}: llama.cpp runs on the CPU here (--gpu ${options.gpu ?? "auto"}), there is no GPU to offload to`,
+    );
+  }
+  try {
+    const model = await llama.loadModel({
+      modelPath: options.modelPath,
+      ...(backend === "cpu" ? {} : { gpuLayers: options.gpuLayers ?? "max" }),
+    });
+    return { llama, backend, model };
+  } catch (cause) {
+    throw new ArmatureError(
+      "MODEL_LOAD_FAILED",
+      `cannot load GGUF model ${options.modelPath}: check the --model path (ARMATURE_MODEL)`,
+      {
+        cause,
+      },
+    );
+  }
 }

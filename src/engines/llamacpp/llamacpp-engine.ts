@@ -31,7 +31,7 @@ import { kvBytesPerToken } from "./kv-size.js";
 import { exportState } from "./kv-suffix.js";
 import { KvbmConnector } from "./kvbm-connector.js";
 import { type ContextSettings, createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
-import { backendOf, defaultThreads, llamaRuntime } from "./llama-runtime.js";
+import { defaultThreads, loadModel } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
 import { LlamaRanker } from "./llamacpp-ranker.js";
@@ -72,9 +72,9 @@ export class LlamaCppEngine implements Engine {
   readonly #prefillRate = new RateMeter(32);
   #closed = false;
   /** `POST /v1/embeddings`: its own llama.cpp context, made on the first request. */
-  #embedder: LlamaEmbedder | undefined;
+  readonly #embedder: LlamaEmbedder;
   /** `POST /v1/rerank` and `/v1/score`, on a model that can rank: its own context, made on the first request. */
-  #ranker: LlamaRanker | undefined;
+  readonly #ranker: LlamaRanker | undefined;
   readonly rank: Engine["rank"];
 
   private constructor(
@@ -88,7 +88,11 @@ export class LlamaCppEngine implements Engine {
     this.#model = model;
     this.#context = context;
     this.info = info;
-    this.rank = LlamaRanker.supports(model) ? (request, { signal }) => this.#rankerOf().rank(request, signal) : undefined;
+    const pooling = { contextSize: context.contextSize, threads: options.settings.threads };
+    this.#embedder = new LlamaEmbedder(model, pooling);
+    const ranker = LlamaRanker.supports(model) ? new LlamaRanker(model, pooling) : undefined;
+    this.#ranker = ranker;
+    this.rank = ranker && ((request, { signal }) => ranker.rank(request, signal));
     const sequences = Array.from({ length: context.totalSequences }, () => context.getSequence());
     this.#slots = new SequenceSlots(sequences);
     this.#tracker = new KvBlockTracker(info.blockSize);
@@ -103,28 +107,8 @@ export class LlamaCppEngine implements Engine {
   }
 
   static async create(options: LlamaCppEngineOptions): Promise<LlamaCppEngine> {
-    const llama = await llamaRuntime({ gpu: options.gpu ?? "auto" });
-    const backend = backendOf(llama);
-    if (options.gpuLayers !== undefined && backend === "cpu") {
-      throw new ArmatureError(
-        "CONFIG_INVALID",
-        `--gpu-layers ${options.gpuLayers}: llama.cpp runs on the CPU here (--gpu ${options.gpu ?? "auto"}), there is no GPU to offload to`,
-      );
-    }
+    const { llama, backend, model } = await loadModel(options);
     const threads = options.threads ?? defaultThreads(llama, options.workersInProcess ?? 1);
-    let model: LlamaModel;
-    try {
-      model = await llama.loadModel({
-        modelPath: options.modelPath,
-        ...(backend === "cpu" ? {} : { gpuLayers: options.gpuLayers ?? "max" }),
-      });
-    } catch (cause) {
-      throw new ArmatureError(
-        "MODEL_LOAD_FAILED",
-        `cannot load GGUF model ${options.modelPath}: check the --model path (ARMATURE_MODEL)`,
-        { cause },
-      );
-    }
     const sequences = options.sequences ?? 4;
     const contextSize = Math.min(options.contextSizePerSequence ?? 2048, model.trainContextSize);
     const blockSize = options.blockSize ?? 16;
@@ -149,8 +133,6 @@ export class LlamaCppEngine implements Engine {
       settings,
       maxLoras: options.maxLoras ?? 1,
     });
-    engine.#embedder = new LlamaEmbedder(model, { contextSize: context.contextSize, threads });
-    if (engine.rank) engine.#ranker = new LlamaRanker(model, { contextSize: context.contextSize, threads });
     try {
       for (const { name, path } of options.loras ?? []) await engine.#loras.add(name, path, `--lora ${name}=${path}`);
     } catch (error) {
@@ -188,13 +170,7 @@ export class LlamaCppEngine implements Engine {
 
   /** Unit-length embeddings of the model (see `LlamaEmbedder` for pooling and memory). */
   embed(request: EmbedRequest, options: { readonly signal: AbortSignal }): AsyncIterable<Float32Array> {
-    if (!this.#embedder || this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
     return this.#embedder.embed(request, options.signal);
-  }
-
-  #rankerOf(): LlamaRanker {
-    if (!this.#ranker || this.#closed) throw new ArmatureError("ENGINE_CLOSED", "engine is closed", { retryable: true });
-    return this.#ranker;
   }
 
   dumpKvEvents(): KvEvent[] {
@@ -475,7 +451,7 @@ export class LlamaCppEngine implements Engine {
     for (const controller of this.#inflight) controller.abort(new ArmatureError("ENGINE_CLOSED", "engine closed"));
     await this.#loras.close();
     await this.#kvbm?.close();
-    await this.#embedder?.close();
+    await this.#embedder.close();
     await this.#ranker?.close();
     await this.#context.dispose();
     await this.#model.dispose();
