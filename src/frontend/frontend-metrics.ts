@@ -62,6 +62,19 @@ export interface RunningRequestListener {
   end(nowMs: number): void;
 }
 
+/** A model's series of the per-request metrics, each bound to its labels. */
+export interface ModelSeries {
+  readonly inflight: { inc(value?: number): void; dec(value?: number): void };
+  readonly ttft: (seconds: number) => void;
+  readonly itl: (seconds: number) => void;
+  readonly duration: (seconds: number) => void;
+  readonly inputTokens: (tokens: number) => void;
+  readonly outputTokens: (tokens: number) => void;
+  readonly outputTokensTotal: (tokens?: number) => void;
+  readonly cachedTokens: (tokens: number) => void;
+  readonly hostCachedTokensTotal: (tokens?: number) => void;
+}
+
 /** Tracks one request's latencies as its tokens arrive. */
 export class RequestTimer {
   readonly #metrics: FrontendMetrics;
@@ -74,12 +87,14 @@ export class RequestTimer {
   #workerId: string | undefined;
   #prefillWorkerId: string | undefined;
   readonly #listener: RunningRequestListener | undefined;
+  readonly #series: ModelSeries;
 
   constructor(metrics: FrontendMetrics, model: string, startedAt = performance.now()) {
     this.#metrics = metrics;
     this.#startedAt = startedAt;
     this.#model = model;
-    metrics.inflight.inc({ model });
+    this.#series = metrics.seriesOf(model);
+    this.#series.inflight.inc();
     this.#listener = metrics.onStarted?.(startedAt, model);
   }
 
@@ -89,10 +104,10 @@ export class RequestTimer {
     this.#listener?.tokens(now, count);
     if (this.#lastTokenAt === undefined) {
       this.#firstTokenAt = now;
-      this.#metrics.ttft.observe({ model: this.#model }, (now - this.#startedAt) / 1000);
+      this.#series.ttft((now - this.#startedAt) / 1000);
     } else if (count > 0) {
       const perToken = (now - this.#lastTokenAt) / 1000 / count;
-      const observe = this.#metrics.itlObserver(this.#model);
+      const observe = this.#series.itl;
       for (let i = 0; i < count; i++) observe(perToken);
     }
     this.#lastTokenAt = now;
@@ -111,29 +126,23 @@ export class RequestTimer {
     this.#finished = true;
     this.#listener?.end(performance.now());
     const m = this.#metrics;
-    const model = this.#model;
-    m.inflight.dec({ model });
-    m.requests.inc({
-      model,
-      endpoint: outcome.endpoint,
-      request_type: outcome.requestType,
-      status: outcome.status,
-      error_type: outcome.errorType ?? "",
-    });
-    m.duration.observe({ model }, (performance.now() - this.#startedAt) / 1000);
-    if (outcome.inputTokens !== undefined) m.inputTokens.observe({ model }, outcome.inputTokens);
+    const series = this.#series;
+    series.inflight.dec();
+    m.requestCounter(this.#model, outcome)();
+    series.duration((performance.now() - this.#startedAt) / 1000);
+    if (outcome.inputTokens !== undefined) series.inputTokens(outcome.inputTokens);
     if (outcome.outputTokens !== undefined) {
-      m.outputTokens.observe({ model }, outcome.outputTokens);
-      m.outputTokensTotal.inc({ model }, outcome.outputTokens);
+      series.outputTokens(outcome.outputTokens);
+      series.outputTokensTotal(outcome.outputTokens);
     }
-    if (outcome.cachedTokens !== undefined) m.cachedTokens.observe({ model }, outcome.cachedTokens);
-    if (outcome.hostCachedTokens) m.hostCachedTokensTotal.inc({ model }, outcome.hostCachedTokens);
+    if (outcome.cachedTokens !== undefined) series.cachedTokens(outcome.cachedTokens);
+    if (outcome.hostCachedTokens) series.hostCachedTokensTotal(outcome.hostCachedTokens);
     if (m.onFinished) {
       const first = this.#firstTokenAt;
       const last = this.#lastTokenAt;
       m.onFinished({
         ...outcome,
-        model,
+        model: this.#model,
         ttftMs: first === undefined ? undefined : first - this.#startedAt,
         itlMs: first !== undefined && last !== undefined && this.#tokens > 1 ? (last - first) / (this.#tokens - 1) : undefined,
         workerId: this.#workerId,
@@ -173,7 +182,8 @@ export class FrontendMetrics {
   readonly #modelContext: GaugeMetric;
   readonly #modelBlockSize: GaugeMetric;
   #knownWorkers = new Set<string>();
-  readonly #itlByModel = new Map<string, (seconds: number) => void>();
+  readonly #seriesByModel = new Map<string, ModelSeries>();
+  readonly #requestCounters = new Map<string, () => void>();
 
   constructor(
     meter: MetricMeter,
@@ -263,14 +273,43 @@ export class FrontendMetrics {
     this.#modelBlockSize = meter.gauge(`${p}model_kv_cache_block_size`, "Tokens per KV block", ["model"]);
   }
 
-  /** The inter-token latency observer of a model, labels resolved once (it runs per token). */
-  itlObserver(model: string): (seconds: number) => void {
-    let observe = this.#itlByModel.get(model);
-    if (!observe) {
-      observe = this.itl.bind({ model });
-      this.#itlByModel.set(model, observe);
+  /** A model's per-request series, labels resolved once (they run for every request or token). */
+  seriesOf(model: string): ModelSeries {
+    let series = this.#seriesByModel.get(model);
+    if (!series) {
+      const labels = { model };
+      series = {
+        inflight: this.inflight.bind(labels),
+        ttft: this.ttft.bind(labels),
+        itl: this.itl.bind(labels),
+        duration: this.duration.bind(labels),
+        inputTokens: this.inputTokens.bind(labels),
+        outputTokens: this.outputTokens.bind(labels),
+        outputTokensTotal: this.outputTokensTotal.bind(labels),
+        cachedTokens: this.cachedTokens.bind(labels),
+        hostCachedTokensTotal: this.hostCachedTokensTotal.bind(labels),
+      };
+      this.#seriesByModel.set(model, series);
     }
-    return observe;
+    return series;
+  }
+
+  /** The `requests_total` series of a model and an outcome, resolved once (a handful per model). */
+  requestCounter(model: string, outcome: RequestOutcome): () => void {
+    const errorType = outcome.errorType ?? "";
+    const key = `${model}\n${outcome.endpoint}\n${outcome.requestType}\n${outcome.status}\n${errorType}`;
+    let inc = this.#requestCounters.get(key);
+    if (!inc) {
+      inc = this.requests.bind({
+        model,
+        endpoint: outcome.endpoint,
+        request_type: outcome.requestType,
+        status: outcome.status,
+        error_type: errorType,
+      });
+      this.#requestCounters.set(key, inc);
+    }
+    return inc;
   }
 
   setQueuePending(count: number): void {

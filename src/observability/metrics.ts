@@ -5,6 +5,8 @@ type Labels = Record<string, string | number>;
 
 export interface CounterMetric {
   inc(labels?: Labels, value?: number): void;
+  /** An incrementer with the labels resolved once, for hot paths. */
+  bind(labels: Labels): (value?: number) => void;
 }
 
 export interface GaugeMetric {
@@ -12,6 +14,8 @@ export interface GaugeMetric {
   inc(labels?: Labels, value?: number): void;
   dec(labels?: Labels, value?: number): void;
   remove(labels: Labels): void;
+  /** The series of `labels`, resolved once, for hot paths. */
+  bind(labels: Labels): { inc(value?: number): void; dec(value?: number): void };
 }
 
 export interface HistogramMetric {
@@ -45,7 +49,13 @@ export class PrometheusMeter implements MetricMeter {
 
   counter(name: string, help: string, labelNames: readonly string[] = []): CounterMetric {
     const metric = new Counter({ name: this.#prefix + name, help, labelNames, registers: [this.registry] });
-    return { inc: (labels = {}, value = 1) => metric.inc(labels, value) };
+    return {
+      inc: (labels = {}, value = 1) => metric.inc(labels, value),
+      bind: (labels) => {
+        const series = metric.labels(labels);
+        return (value = 1) => series.inc(value);
+      },
+    };
   }
 
   gauge(name: string, help: string, labelNames: readonly string[] = []): GaugeMetric {
@@ -55,6 +65,10 @@ export class PrometheusMeter implements MetricMeter {
       inc: (labels = {}, value = 1) => metric.inc(labels, value),
       dec: (labels = {}, value = 1) => metric.dec(labels, value),
       remove: (labels) => metric.remove(labels),
+      bind: (labels) => {
+        const series = metric.labels(labels);
+        return { inc: (value = 1) => series.inc(value), dec: (value = 1) => series.dec(value) };
+      },
     };
   }
 
