@@ -1,23 +1,7 @@
 import { Frontend, type FrontendOptions } from "../frontend/index.js";
 import { createTracing, type Logger, PrometheusMeter } from "../observability/index.js";
 import { ArmatureError, isArmatureError, type ModelCard } from "../protocol/index.js";
-import {
-  ActiveLoad,
-  ApproximateIndex,
-  type BasicPolicyName,
-  createBasicPolicy,
-  disaggregationMetrics,
-  KvIndexer,
-  type KvIndexView,
-  kvPolicy,
-  PrefillStage,
-  Router,
-  type RoutingPolicy,
-  remoteSelector,
-  routerOverheadMetrics,
-  routerQueueMetrics,
-  WorkerSet,
-} from "../router/index.js";
+import { type BasicPolicyName, createBasicPolicy, type Router, remoteSelector, startRoutingStack } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { createApiAccess } from "./api-access.js";
 import { batchPlace } from "./batch-place.js";
@@ -62,81 +46,40 @@ export async function startFrontend(
   const apiAccess = createApiAccess(options, meter);
   // Bad certificate files stop the start here, naming the flag, before anything listens.
   const tls = options.tls ? readHttpsCredentials(options.tls) : undefined;
-  const onOverhead = routerOverheadMetrics(meter);
-  const onShed = routerQueueMetrics(meter);
-  // Bookings go to every replica (and to armature router processes) over the event plane.
-  const activeLoad = new ActiveLoad({
-    routerId,
-    clock: runtime.clock,
-    events: shareLoad ? runtime.events : undefined,
-    invalidMessages: runtime.invalidMessages,
-  });
-  let indexer: KvIndexer | undefined;
-  let index: KvIndexView | undefined;
   // KV routing by default: from the workers' KV events where they all publish them, else from the
   // router's own decisions (llama-server publishes none). The mocker and llama.cpp both publish.
   const silent = cards.some((c) => !c.publishesKvEvents);
   const routerName = options.router ?? (cards.length > 0 && (!silent || cards.some((c) => c.engineUrl)) ? "kv" : "round-robin");
-  const blockSize = options.blockSize ?? cards[0]?.blockSize ?? 16;
-  if (routerName === "kv") {
-    indexer = options.kvEvents && !silent ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
-    // With kept KV events, route only once the index holds them.
-    await indexer?.ready;
-    index = indexer ?? new ApproximateIndex({ clock: runtime.clock, blockSize });
-  }
-  // One policy per pool; the KV ones share the index and the booked load.
-  // With a router service, the local policy only decides while the service does not answer.
-  const makePolicy = (): RoutingPolicy =>
-    index
-      ? kvPolicy({
-          indexer: index,
-          blockSize,
-          activeLoad,
-          onOverhead,
-          overlapWeight: options.kvOverlapWeight,
-          lowerTierWeight: options.lowerTierWeight,
-        })
-      : createBasicPolicy(routerName === "remote" ? "round-robin" : (routerName as BasicPolicyName));
-  const remote = routerName === "remote" ? remoteSelector(runtime) : undefined;
-  const busy = {
-    ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
-    ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
-    ...(options.busySequencesFrac !== undefined ? { activeSequencesFrac: options.busySequencesFrac } : {}),
-    ...(options.priorityReserve !== undefined ? { priorityReserve: options.priorityReserve } : {}),
-    ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
-  };
-  // The prefill pool: idle until prefill workers register (then requests split, as in Dynamo). Both
-  // routers read one worker set: one discovery watch and one load subscription per frontend.
-  const workers = new WorkerSet(runtime, logger);
-  for (const model of keptModels) workers.keep(model);
-  const prefillRouter = new Router({
+  const routing = startRoutingStack({
     runtime,
-    policy: makePolicy(),
     logger,
-    activeLoad,
-    busy,
-    roles: ["prefill"],
-    remote,
-    workers,
-  });
-  const prefill = new PrefillStage({
-    router: prefillRouter,
-    thresholdTokens: options.disaggThreshold,
+    routerId,
+    // Bookings go to every replica (and to armature router processes) over the event plane.
+    shareLoad,
+    index: routerName !== "kv" ? undefined : options.kvEvents && !silent ? "events" : "approximate",
+    blockSize: options.blockSize ?? cards[0]?.blockSize ?? 16,
+    // With a router service, the local policy only decides while the service does not answer.
+    basicPolicy: () => createBasicPolicy(routerName === "remote" ? "round-robin" : (routerName as BasicPolicyName)),
+    overlapWeight: options.kvOverlapWeight,
+    lowerTierWeight: options.lowerTierWeight,
+    busy: {
+      ...(options.busyDecodeBlocks !== undefined ? { activeDecodeBlocks: options.busyDecodeBlocks } : {}),
+      ...(options.busyPrefillFrac !== undefined ? { activePrefillTokensFrac: options.busyPrefillFrac } : {}),
+      ...(options.busySequencesFrac !== undefined ? { activeSequencesFrac: options.busySequencesFrac } : {}),
+      ...(options.priorityReserve !== undefined ? { priorityReserve: options.priorityReserve } : {}),
+      ...(options.routerQueueSize !== undefined ? { queueSize: options.routerQueueSize } : {}),
+    },
+    remote: routerName === "remote" ? remoteSelector(runtime) : undefined,
+    keptModels,
+    disaggThreshold: options.disaggThreshold,
     maxPrefillQueue: options.disaggMaxPrefillQueue,
     maxTransferMs: options.disaggMaxTransferMs,
-    index,
-    blockSize,
-    ...disaggregationMetrics(meter),
-    onFailure: (error) => logger.warn({ err: error }, "prefill failed; the decode worker prefills this request"),
+    meter,
   });
-  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, remote, workers, onShed });
-  const stopRouting = (): void => {
-    router.close();
-    prefillRouter.close();
-    workers.close();
-    indexer?.close();
-    activeLoad.close();
-  };
+  // With kept KV events, route only once the index holds them.
+  await routing.ready;
+  const { router, indexer } = routing;
+  const stopRouting = (): void => routing.close();
   // An `armature planner` process reads the deployment's traffic from every frontend's reports.
   const reporter = shareLoad
     ? new TrafficReporter({ frontendId: routerId, events: runtime.events, clock: runtime.clock, logger })

@@ -29,5 +29,6 @@ export type { BusyThresholds, RoutedCall, RouterOptions } from "./router.js";
 export { Router } from "./router.js";
 export type { OverheadPhase } from "./router-metrics.js";
 export { routerOverheadMetrics, routerQueueMetrics } from "./router-metrics.js";
+export { type RoutingStack, type RoutingStackOptions, startRoutingStack } from "./routing-stack.js";
 export { WorkerSet } from "./worker-set.js";
 export type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";

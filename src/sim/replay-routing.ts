@@ -1,21 +1,12 @@
 import type { MetricMeter } from "../observability/index.js";
 import { silentLogger } from "../observability/index.js";
 import {
-  ActiveLoad,
-  ApproximateIndex,
   type BusyThresholds,
   createBasicPolicy,
-  disaggregationMetrics,
-  KvIndexer,
-  type KvIndexView,
-  kvPolicy,
   type PrefillOutcome,
-  PrefillStage,
-  Router,
-  type RoutingPolicy,
+  type Router,
   randomPolicy,
-  routerOverheadMetrics,
-  WorkerSet,
+  startRoutingStack,
 } from "../router/index.js";
 import type { Runtime } from "../runtime/index.js";
 
@@ -46,59 +37,28 @@ export interface ReplayRouting {
 }
 
 /**
- * The frontend's routing, built as `armature serve` builds it (`startFrontend`): one worker set,
- * one booked load and one KV index for two routers, the prefill pool's behind a `PrefillStage` in
- * front of the decode (or aggregated) pool's, each with its own instance of the policy. Only the
- * random generator differs: seeded, so a replay repeats.
+ * The frontend's routing, the stack `armature serve` runs (`startRoutingStack`). Only the random
+ * generator differs: seeded, so a replay repeats.
  */
 export function startReplayRouting(options: ReplayRoutingOptions): ReplayRouting {
-  const { runtime, blockSize, random } = options;
-  const logger = silentLogger;
-  const activeLoad = new ActiveLoad({ routerId: "replay", clock: runtime.clock, invalidMessages: runtime.invalidMessages });
-  const indexer = options.policy === "kv" ? new KvIndexer({ runtime, logger, blockSize }) : undefined;
-  const index: KvIndexView | undefined =
-    indexer ?? (options.policy === "kv-approx" ? new ApproximateIndex({ clock: runtime.clock, blockSize }) : undefined);
-  const onOverhead = options.meter ? routerOverheadMetrics(options.meter) : undefined;
-  const makePolicy = (): RoutingPolicy => {
-    if (index) {
-      return kvPolicy({
-        indexer: index,
-        blockSize,
-        activeLoad,
-        onOverhead,
-        random,
-        overlapWeight: options.overlapWeight,
-        lowerTierWeight: options.lowerTierWeight,
-      });
-    }
-    if (options.policy === "random") return randomPolicy(random);
-    return createBasicPolicy(options.policy as "round-robin" | "least-loaded");
-  };
-  const busy = options.busy ?? {};
-  const workers = new WorkerSet(runtime, logger);
-  const prefillRouter = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, roles: ["prefill"], workers });
-  const metrics = options.meter ? disaggregationMetrics(options.meter) : undefined;
-  const prefill = new PrefillStage({
-    router: prefillRouter,
-    thresholdTokens: options.disaggThreshold,
+  const { router, close } = startRoutingStack({
+    runtime: options.runtime,
+    logger: silentLogger,
+    routerId: "replay",
+    index: options.policy === "kv" ? "events" : options.policy === "kv-approx" ? "approximate" : undefined,
+    blockSize: options.blockSize,
+    basicPolicy: () =>
+      options.policy === "random"
+        ? randomPolicy(options.random)
+        : createBasicPolicy(options.policy as "round-robin" | "least-loaded"),
+    random: options.random,
+    overlapWeight: options.overlapWeight,
+    lowerTierWeight: options.lowerTierWeight,
+    busy: options.busy,
+    disaggThreshold: options.disaggThreshold,
     maxPrefillQueue: options.maxPrefillQueue,
-    index,
-    blockSize,
-    onOutcome: (outcome) => {
-      metrics?.onOutcome(outcome);
-      options.onPrefillOutcome?.(outcome);
-    },
-    onDecodeEnd: metrics?.onDecodeEnd,
+    meter: options.meter,
+    onPrefillOutcome: options.onPrefillOutcome,
   });
-  const router = new Router({ runtime, policy: makePolicy(), logger, activeLoad, busy, prefill, workers });
-  return {
-    router,
-    close() {
-      router.close();
-      prefillRouter.close();
-      workers.close();
-      indexer?.close();
-      activeLoad.close();
-    },
-  };
+  return { router, close };
 }
