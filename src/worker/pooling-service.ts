@@ -35,11 +35,15 @@ export async function servePooling(options: PoolingServiceOptions): Promise<Regi
   const { requests } = options.runtime;
   const embedAt = subjects.embed(options.workerId);
   const rankAt = subjects.rank(options.workerId);
-  const registrations = [
-    await requests.serve(embedAt, (payload, { signal }) => embedCall(options, embedAt, payload, signal)),
-    await requests.serve(rankAt, (payload, { signal }) => rankCall(options, rankAt, payload, signal)),
-  ];
-  return { close: async () => void (await Promise.all(registrations.map((r) => r.close()))) };
+  const embedding = await requests.serve(embedAt, (payload, { signal }) => embedCall(options, embedAt, payload, signal));
+  let ranking: Registration;
+  try {
+    ranking = await requests.serve(rankAt, (payload, { signal }) => rankCall(options, rankAt, payload, signal));
+  } catch (error) {
+    await embedding.close();
+    throw error;
+  }
+  return { close: async () => void (await Promise.all([embedding.close(), ranking.close()])) };
 }
 
 async function* embedCall(
