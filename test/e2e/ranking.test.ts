@@ -3,6 +3,7 @@ import { after, before, test } from "node:test";
 import { getLlama, type LlamaModel, type LlamaRankingContext } from "node-llama-cpp";
 import { ensureTinyModel, ensureTinyRanker } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { startLlamaServer } from "../helpers/llama-server.js";
 
 // vLLM's rerank and score APIs against `armature serve` on two llama.cpp models at once: the
 // generated tiny ranker (a GGUF with a ranking head) and the tiny model (none). The expected scores
@@ -134,6 +135,31 @@ test("score: one text_1 against every text_2, and pair by pair, in pair order, a
   }
   const tokens = queries.reduce((sum, q, i) => sum + reference.calculateInputLength(q, pairs[i] as string), 0);
   assert.deepEqual(paired.usage, { prompt_tokens: tokens, total_tokens: tokens, completion_tokens: 0 });
+});
+
+test("scores equal llama.cpp's own llama-server --rerank on the same GGUF (another implementation of the ranking)", async () => {
+  const llamaServer = await startLlamaServer({ model: await ensureTinyRanker(), slots: 1, extraArgs: ["--rerank"] });
+  try {
+    const body = { model: RANKER, query: QUERY, documents: DOCUMENTS };
+    const theirs = (await (
+      await fetch(`${llamaServer.url}/v1/rerank`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+    ).json()) as RerankBody;
+    const ours = (await post("/v1/rerank", body)).json as unknown as RerankBody;
+    assert.deepEqual(
+      ours.results.map((r) => r.index),
+      theirs.results.map((r) => r.index),
+    );
+    for (const [i, result] of ours.results.entries()) {
+      assert.ok(Math.abs(result.relevance_score - (theirs.results[i]?.relevance_score as number)) < 1e-6, JSON.stringify(result));
+    }
+    assert.equal(ours.usage.prompt_tokens, theirs.usage.prompt_tokens, "both read the same tokens");
+  } finally {
+    await llamaServer.stop();
+  }
 });
 
 test("GET /v1/models lists rerank among the ranker's kinds only", async () => {

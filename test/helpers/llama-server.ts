@@ -32,6 +32,8 @@ export interface LlamaServerSettings {
   readonly threads?: number;
   /** LoRA adapter GGUFs (`--lora`), loaded without applying them (`--lora-init-without-apply`): a request turns one on. */
   readonly loras?: readonly string[];
+  /** More flags, as llama-server reads them (`--rerank`). */
+  readonly extraArgs?: readonly string[];
 }
 
 /**
@@ -71,6 +73,7 @@ async function startOn(port: number, settings: LlamaServerSettings): Promise<Lla
     "--no-kv-unified",
     ...(settings.loras ?? []).flatMap((path) => ["--lora", path]),
     ...(settings.loras?.length ? ["--lora-init-without-apply"] : []),
+    ...(settings.extraArgs ?? []),
   ];
   const child = spawn(llamaServerBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";

@@ -38,6 +38,10 @@ export function buildTinyRanker(options: TinyModelOptions & { readonly word?: st
   renamed.set("general.name", { type: "string", value: "armature-tiny-ranker" });
   renamed.set("qwen3.classifier.output_labels", { type: "string[]", value: ["yes", "no"] });
   renamed.set("qwen3.pooling_type", { type: "uint32", value: 4 }); // LLAMA_POOLING_TYPE_RANK
+  // A pair is read as BOS, query, EOS, document, EOS: node-llama-cpp joins it so whenever the tokens
+  // exist, llama-server (`--rerank`) only where the vocabulary asks for them; asked, both agree.
+  renamed.set("tokenizer.ggml.add_bos_token", { type: "bool", value: true });
+  renamed.set("tokenizer.ggml.add_eos_token", { type: "bool", value: true });
 
   const embedding = (tensors.find((t) => t.name === "token_embd.weight") as TensorSpec).data;
   const code = bigramRank(dim, heads);
