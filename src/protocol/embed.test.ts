@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { faultAt } from "../../test/helpers/schema-fault.js";
 import {
   decodeEmbedding,
   embedRequestSchema,
@@ -8,20 +9,9 @@ import {
   MAX_EMBED_INPUTS,
   MAX_EMBED_TOKENS,
 } from "./embed.js";
-import { MessageInvalidError } from "./schema.js";
 
 const request = { type: "embed-request", requestId: "r1", model: "m", inputs: [[1, 2], [3]] };
 const response = { type: "embed-response", index: 0, embedding: "AACAPwAAAMAAAAA/", promptTokens: 2 };
-
-function faultAt(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (error) {
-    assert.ok(error instanceof MessageInvalidError, String(error));
-    return error.path;
-  }
-  assert.fail("parsed");
-}
 
 test("an embed-request parses whole, and fields it does not list are left out", () => {
   const full = { ...request, dimensions: 64, timeoutMs: 1500 };

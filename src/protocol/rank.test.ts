@@ -1,20 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { faultAt } from "../../test/helpers/schema-fault.js";
 import { MAX_RANK_TOKENS, queryOf, rankRequestSchema, rankResponseSchema } from "./rank.js";
-import { MessageInvalidError } from "./schema.js";
 
 const request = { type: "rank-request" as const, requestId: "r1", model: "m", queries: [[1, 2]], documents: [[3], [4, 5]] };
 const response = { type: "rank-response", index: 1, score: 0.25, promptTokens: 7 };
-
-function faultAt(parse: () => unknown): string {
-  try {
-    parse();
-  } catch (error) {
-    assert.ok(error instanceof MessageInvalidError, String(error));
-    return error.path;
-  }
-  assert.fail("parsed");
-}
 
 test("a rank-request parses whole; one query serves every document, or one per document pairs up", () => {
   const full = { ...request, timeoutMs: 1500 };

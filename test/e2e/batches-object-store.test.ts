@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import OpenAI, { toFile } from "openai";
-import type { Batch } from "openai/resources/batches";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { ended, waitForBatch } from "../helpers/batch-wait.js";
 import { S3RVER_CREDENTIALS, type S3rver, startS3rver } from "../helpers/s3rver.js";
 
 // The Batch API keeps its files and batches in the KV block manager's object store when one is set
@@ -48,17 +48,6 @@ const start = (): Promise<ServeProcess> =>
     },
   );
 
-async function waitFor(client: OpenAI, id: string, done: (b: Batch) => boolean): Promise<Batch> {
-  for (let i = 0; i < 1200; i++) {
-    const batch = await client.batches.retrieve(id);
-    if (done(batch)) return batch;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`batch ${id} did not get there`);
-}
-
-const ended = (b: Batch): boolean => ["completed", "failed", "cancelled", "expired"].includes(b.status);
-
 test("a batch kept in the object store, killed half-way, resumes after a restart and answers each request once", async () => {
   let server = await start();
   try {
@@ -80,7 +69,7 @@ test("a batch kept in the object store, killed half-way, resumes after a restart
       endpoint: "/v1/completions",
       completion_window: "24h",
     });
-    const halfway = await waitFor(client, created.id, (b) => (b.request_counts?.completed ?? 0) >= 8 || ended(b));
+    const halfway = await waitForBatch(client, created.id, (b) => (b.request_counts?.completed ?? 0) >= 8 || ended(b));
     assert.equal(halfway.status, "in_progress", "killed while in progress");
     const keys = await admin.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: "batches/" }));
     const names = (keys.Contents ?? []).map((o) => o.Key as string);
@@ -94,7 +83,7 @@ test("a batch kept in the object store, killed half-way, resumes after a restart
 
     server = await start();
     const restarted = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const done = await waitFor(restarted, created.id, ended).catch((e) => {
+    const done = await waitForBatch(restarted, created.id, ended).catch((e) => {
       console.log(server.output());
       throw e;
     });

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI, { toFile } from "openai";
-import type { Batch } from "openai/resources/batches";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { ended, waitForBatch } from "../helpers/batch-wait.js";
 import { assertMatchesSchema } from "../helpers/openai-spec.js";
 
 // OpenAI's Files and Batch APIs on real llama.cpp, driven by the official openai client: a batch of
@@ -42,17 +42,6 @@ function chatLine(customId: string, content: string, extra: object = {}): string
   });
 }
 
-async function waitFor(client: OpenAI, id: string, done: (b: Batch) => boolean): Promise<Batch> {
-  for (let i = 0; i < 1200; i++) {
-    const batch = await client.batches.retrieve(id);
-    if (done(batch)) return batch;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`batch ${id} did not get there`);
-}
-
-const ended = (b: Batch): boolean => ["completed", "failed", "cancelled", "expired"].includes(b.status);
-
 test("a batch of 200 killed half-way resumes after a restart and answers every request exactly once", async () => {
   const client = clientOf(server);
   const lines = Array.from({ length: 200 }, (_, i) => chatLine(`req-${i}`, `Tell me about the garden ${i}`));
@@ -69,12 +58,12 @@ test("a batch of 200 killed half-way resumes after a restart and answers every r
     metadata: { team: "e2e" },
   });
   assertMatchesSchema("Batch", created);
-  const halfway = await waitFor(client, created.id, (b) => (b.request_counts?.completed ?? 0) >= 40 || ended(b));
+  const halfway = await waitForBatch(client, created.id, (b) => (b.request_counts?.completed ?? 0) >= 40 || ended(b));
   assert.equal(halfway.status, "in_progress", "killed while in progress");
   assert.equal(await server.stop("SIGKILL"), null);
   server = await startServe(serveArgs(), env());
   const restarted = clientOf(server);
-  const done = await waitFor(restarted, created.id, ended);
+  const done = await waitForBatch(restarted, created.id, ended);
   assertMatchesSchema("Batch", done);
   assert.equal(done.status, "completed");
   assert.deepEqual(done.request_counts, { total: 200, completed: 200, failed: 0 });
@@ -133,7 +122,7 @@ test("bad lines get an error line naming them and the rest still run; an unknown
     endpoint: "/v1/chat/completions",
     completion_window: "24h",
   });
-  const done = await waitFor(client, batch.id, ended);
+  const done = await waitForBatch(client, batch.id, ended);
   assert.equal(done.status, "completed");
   assert.deepEqual(done.request_counts, { total: 7, completed: 2, failed: 5 });
   assert.deepEqual(
@@ -199,10 +188,10 @@ test("a cancelled batch stops, keeps what it answered and says how many", async 
     endpoint: "/v1/chat/completions",
     completion_window: "24h",
   });
-  await waitFor(client, batch.id, (b) => (b.request_counts?.completed ?? 0) >= 2);
+  await waitForBatch(client, batch.id, (b) => (b.request_counts?.completed ?? 0) >= 2);
   const cancelling = await client.batches.cancel(batch.id);
   assert.ok(["cancelling", "cancelled"].includes(cancelling.status), cancelling.status);
-  const done = await waitFor(client, batch.id, ended);
+  const done = await waitForBatch(client, batch.id, ended);
   assert.equal(done.status, "cancelled");
   const completed = done.request_counts?.completed ?? 0;
   assert.ok(completed >= 2 && completed < 60, `${completed} completed`);

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { buildTinyModel, ensureTinyModel } from "../../src/engines/index.js";
 import { startServe } from "../helpers/armature-process.js";
+import { until } from "../helpers/poll.js";
 
 // `armature serve --planner load` with two llama.cpp models: each model has its own planner, which
 // sizes its pool on its own traffic. Every request breaks a 1 ms TTFT target, so the model that gets
@@ -12,16 +13,6 @@ import { startServe } from "../helpers/armature-process.js";
 interface PoolState {
   model: string;
   pools: Record<string, { desired: number; ready: number }>;
-}
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, limitMs = 30_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 test("each model's planner sizes its own pool: the busy model grows, the idle one stays", async () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { startServe } from "../helpers/armature-process.js";
+import { until } from "../helpers/poll.js";
 
 // `armature serve --planner load` on the mocker: a load the SLA cannot hold adds workers in the
 // same process; when requests stop finishing, it drains them back to --min-workers, and a request
@@ -19,16 +20,6 @@ async function complete(url: string, maxTokens: number): Promise<number> {
   assert.equal(response.status, 200, await response.clone().text());
   const body = (await response.json()) as { usage: { completion_tokens: number } };
   return body.usage.completion_tokens;
-}
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, limitMs = 20_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 test("the load planner adds workers under a load its SLA cannot hold and drains them when it stops", async () => {

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Engine, MockerEngine } from "../../src/engines/index.js";
+import type { Engine } from "../../src/engines/index.js";
 import { embedAll } from "../../src/frontend/pooling-flow.js";
-import { silentLogger } from "../../src/observability/index.js";
 import {
   ArmatureError,
   decodeEmbedding,
@@ -11,29 +10,14 @@ import {
   subjects,
   type WorkerRole,
 } from "../../src/protocol/index.js";
-import { leastLoadedPolicy, Router } from "../../src/router/index.js";
-import { createEmbeddedRuntime, type Runtime } from "../../src/runtime/index.js";
-import { WorkerHost } from "../../src/worker/index.js";
+import type { Runtime } from "../../src/runtime/index.js";
+import { poolingCluster } from "../helpers/pooling-cluster.js";
 
 // The embed-request → embed-response path through the real worker host, request plane and router
 // (in one process), with engines whose embeddings are written out by hand: which worker is chosen,
 // what each refuses, and how a request moves off a worker that fails midway.
 
 type Embed = NonNullable<Engine["embed"]>;
-
-/** A mocker for everything else, with `embed` as given (the mocker itself has none). */
-function engineWith(embed: Embed | undefined): Engine {
-  const base = new MockerEngine({ speedupRatio: 200 });
-  return {
-    info: base.info,
-    generate: (request, options) => base.generate(request, options),
-    onKvEvents: (listener) => base.onKvEvents(listener),
-    load: () => base.load(),
-    dumpKvEvents: () => base.dumpKvEvents(),
-    close: () => base.close(),
-    ...(embed ? { embed } : {}),
-  };
-}
 
 /** Input [a, b, …] embeds as [a, length]: the test can tell from a vector which input it came from. */
 const byHand: Embed = async function* (request) {
@@ -42,25 +26,7 @@ const byHand: Embed = async function* (request) {
 
 const request = (inputs: number[][]): EmbedRequest => ({ type: "embed-request", requestId: "r1", model: "m", inputs });
 
-async function cluster(workers: { id: string; role?: WorkerRole; embed: Embed | undefined }[]) {
-  const runtime = createEmbeddedRuntime();
-  const hosts = await Promise.all(
-    workers.map((w) =>
-      WorkerHost.create({ runtime, engine: engineWith(w.embed), id: w.id, role: w.role, modelName: "m", logger: silentLogger }),
-    ),
-  );
-  const router = new Router({ runtime, policy: leastLoadedPolicy(), logger: silentLogger });
-  return {
-    runtime,
-    router,
-    hosts,
-    async close() {
-      router.close();
-      await Promise.all(hosts.map((h) => h.close(100)));
-      await runtime.close();
-    },
-  };
-}
+const cluster = (workers: { id: string; role?: WorkerRole; embed: Embed | undefined }[]) => poolingCluster(workers);
 
 async function collect(runtime: Runtime, workerId: string, payload: unknown): Promise<unknown[]> {
   const items: unknown[] = [];

@@ -1,32 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Engine, MockerEngine } from "../../src/engines/index.js";
+import type { Engine } from "../../src/engines/index.js";
 import { rankAll } from "../../src/frontend/pooling-flow.js";
-import { silentLogger } from "../../src/observability/index.js";
 import { ArmatureError, isArmatureError, queryOf, type RankRequest, subjects } from "../../src/protocol/index.js";
-import { leastLoadedPolicy, Router } from "../../src/router/index.js";
-import { createEmbeddedRuntime } from "../../src/runtime/index.js";
-import { WorkerHost } from "../../src/worker/index.js";
+import { poolingCluster } from "../helpers/pooling-cluster.js";
 
 // The rank-request → rank-response path through the real worker host, request plane and router (in
 // one process), with engines whose scores are written out by hand: what a worker answers, what it
 // refuses, and how the documents left move off a worker that fails midway, each with its own query.
 
 type Rank = NonNullable<Engine["rank"]>;
-
-/** A mocker for everything else, with `rank` as given (the mocker itself has none). */
-function engineWith(rank: Rank | undefined): Engine {
-  const base = new MockerEngine({ speedupRatio: 200 });
-  return {
-    info: base.info,
-    generate: (request, options) => base.generate(request, options),
-    onKvEvents: (listener) => base.onKvEvents(listener),
-    load: () => base.load(),
-    dumpKvEvents: () => base.dumpKvEvents(),
-    close: () => base.close(),
-    ...(rank ? { rank } : {}),
-  };
-}
 
 /** A pair scores its query's first id over 100 plus its document's first over 1000, and reads both lengths. */
 const byHand: Rank = async function* (request) {
@@ -44,24 +27,7 @@ const request = (queries: number[][], documents: number[][]): RankRequest => ({
   documents,
 });
 
-async function cluster(workers: { id: string; rank: Rank | undefined }[]) {
-  const runtime = createEmbeddedRuntime();
-  const hosts = await Promise.all(
-    workers.map((w) =>
-      WorkerHost.create({ runtime, engine: engineWith(w.rank), id: w.id, modelName: "m", logger: silentLogger }),
-    ),
-  );
-  const router = new Router({ runtime, policy: leastLoadedPolicy(), logger: silentLogger });
-  return {
-    runtime,
-    router,
-    async close() {
-      router.close();
-      await Promise.all(hosts.map((h) => h.close(100)));
-      await runtime.close();
-    },
-  };
-}
+const cluster = (workers: { id: string; rank: Rank | undefined }[]) => poolingCluster(workers);
 
 async function rejection(promise: Promise<unknown>): Promise<ArmatureError> {
   const error = await promise.then(
