@@ -19,3 +19,19 @@ export function refuseIfSurelyTooLong(texts: readonly string[], pipeline: ModelP
     );
   }
 }
+
+/**
+ * The token ids of each text of a pooled request (embedding inputs, rerank queries and documents),
+ * tokenized as `POST /v1/completions` tokenizes a prompt: a text surely past the context is refused
+ * before any is tokenized, and one that gives no token is refused, each naming `param`.
+ */
+export async function tokenizeEach(texts: readonly string[], pipeline: ModelPipeline, param: string): Promise<number[][]> {
+  for (const text of texts) refuseIfSurelyTooLong([text], pipeline, param);
+  const out: number[][] = [];
+  for (const [index, text] of texts.entries()) {
+    const tokens = await pipeline.tokenizeAsync(text);
+    if (tokens.length === 0) throw new ArmatureError("REQUEST_INVALID", `${param} ${index} has no tokens`, { param });
+    out.push(tokens);
+  }
+  return out;
+}

@@ -387,19 +387,20 @@ export class Router {
     request: EmbedRequest,
     options: { signal: AbortSignal; excludeWorkerIds?: readonly string[] | undefined },
   ): EmbeddingCall {
-    // Embeddings count among a worker's sequences: a request parked behind them tries again when one ends.
-    return callEmbedding(this.#runtime, this.workers, request, {
-      ...options,
-      onRelease: () => this.#queues.get(request.model)?.notify(),
-    });
+    return callEmbedding(this.#runtime, this.workers, request, this.#pooled(request.model, options));
   }
 
   /** Sends a ranking request as `embed` sends an embedding request (see `callRanking`). */
   rank(request: RankRequest, options: { signal: AbortSignal; excludeWorkerIds?: readonly string[] | undefined }): RankingCall {
-    return callRanking(this.#runtime, this.workers, request, {
-      ...options,
-      onRelease: () => this.#queues.get(request.model)?.notify(),
-    });
+    return callRanking(this.#runtime, this.workers, request, this.#pooled(request.model, options));
+  }
+
+  /**
+   * A pooled call's options: embeddings and scores count among a worker's sequences, so a request
+   * of the model parked behind them tries again when one ends.
+   */
+  #pooled<O extends object>(model: string, options: O): O & { onRelease: () => void } {
+    return { ...options, onRelease: () => this.#queues.get(model)?.notify() };
   }
 
   close(): void {

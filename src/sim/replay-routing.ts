@@ -1,34 +1,26 @@
-import type { MetricMeter } from "../observability/index.js";
 import { silentLogger } from "../observability/index.js";
-import {
-  type BusyThresholds,
-  createBasicPolicy,
-  type PrefillOutcome,
-  type Router,
-  randomPolicy,
-  startRoutingStack,
-} from "../router/index.js";
-import type { Runtime } from "../runtime/index.js";
+import { createBasicPolicy, type Router, type RoutingStackOptions, randomPolicy, startRoutingStack } from "../router/index.js";
 
 export type ReplayPolicy = "kv" | "kv-approx" | "round-robin" | "random" | "least-loaded";
 
-export interface ReplayRoutingOptions {
-  readonly runtime: Runtime;
+/** The stack's settings a replay takes, with its policy by name and its seeded generator. */
+export type ReplayRoutingOptions = Pick<
+  RoutingStackOptions,
+  | "runtime"
+  | "blockSize"
+  | "overlapWeight"
+  | "lowerTierWeight"
+  | "busy"
+  | "disaggThreshold"
+  | "maxPrefillQueue"
+  | "meter"
+  | "onPrefillOutcome"
+> & {
   /** `kv`: the KV index fed by the workers' KV events; `kv-approx`: the index of the router's own decisions. */
   readonly policy: ReplayPolicy;
-  readonly blockSize: number;
   /** Every random choice of the policies (the seeded generator). */
   readonly random: () => number;
-  readonly overlapWeight?: number | undefined;
-  readonly lowerTierWeight?: number | undefined;
-  readonly busy?: BusyThresholds | undefined;
-  readonly disaggThreshold?: number | undefined;
-  readonly maxPrefillQueue?: number | undefined;
-  /** Where the router's overhead and disaggregation metrics go, as in `armature serve`. */
-  readonly meter?: MetricMeter | undefined;
-  /** Hears where each request's prefill ran. */
-  readonly onPrefillOutcome?: ((outcome: PrefillOutcome) => void) | undefined;
-}
+};
 
 /** The router a replay's requests go through, and what stops it. */
 export interface ReplayRouting {

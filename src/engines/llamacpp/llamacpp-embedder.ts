@@ -1,5 +1,6 @@
 import type { LlamaEmbeddingContext, LlamaModel, Token } from "node-llama-cpp";
 import { ArmatureError, type EmbedRequest } from "../../protocol/index.js";
+import { vocabularySize } from "./model-tokens.js";
 
 export interface LlamaEmbedderOptions {
   /** Tokens the embedding context holds: the longest input it embeds, plus any BOS/EOS it adds. */
@@ -101,11 +102,6 @@ export class LlamaEmbedder {
     }
     return this.#context;
   }
-}
-
-function vocabularySize(model: LlamaModel): number {
-  const tokens = model.fileInfo.metadata.tokenizer?.ggml?.tokens;
-  return Array.isArray(tokens) ? tokens.length : Number.MAX_SAFE_INTEGER;
 }
 
 /** `vector` scaled to length 1; an all-zero vector stays zero. */

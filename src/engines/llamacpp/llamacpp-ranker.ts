@@ -1,6 +1,7 @@
 import type { LlamaModel, LlamaRankingContext, Token } from "node-llama-cpp";
 import { ArmatureError, queryOf, type RankRequest } from "../../protocol/index.js";
 import type { RankedPair } from "../engine.js";
+import { vocabularySize } from "./model-tokens.js";
 
 export interface LlamaRankerOptions {
   /** Tokens the ranking context holds: the longest query and document pair, with the tokens ranking adds. */
@@ -67,8 +68,7 @@ export class LlamaRanker {
   }
 
   #refuseOutsideVocabulary(request: RankRequest): void {
-    const tokens = this.#model.fileInfo.metadata.tokenizer?.ggml?.tokens;
-    const vocab = Array.isArray(tokens) ? tokens.length : Number.MAX_SAFE_INTEGER;
+    const vocab = vocabularySize(this.#model);
     for (const field of ["queries", "documents"] as const) {
       for (const [index, list] of request[field].entries()) {
         const bad = list.find((t) => t >= vocab);

@@ -26,3 +26,9 @@ export function modelTokens(model: LlamaModel): ModelTokens {
     eosToken: text(model.tokens.eos),
   };
 }
+
+/** Token ids the model's vocabulary holds (unbounded when the GGUF does not list its tokens). */
+export function vocabularySize(model: LlamaModel): number {
+  const tokens = model.fileInfo.metadata.tokenizer?.ggml?.tokens;
+  return Array.isArray(tokens) ? tokens.length : Number.MAX_SAFE_INTEGER;
+}

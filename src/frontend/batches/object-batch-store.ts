@@ -125,7 +125,7 @@ export class ObjectBatchStore implements BatchStore {
   }
 
   async results(batchId: string, kind: ResultKind): Promise<string[]> {
-    return (await this.#joined(batchId, kind))
+    return (await this.#joined(await this.#pieces(batchId, kind)))
       .toString("utf8")
       .split("\n")
       .filter((line) => line !== "");
@@ -139,13 +139,14 @@ export class ObjectBatchStore implements BatchStore {
   }
 
   async promoteResults(batchId: string, kind: ResultKind, owner: string | null): Promise<FileObject | undefined> {
-    const bytes = await this.#joined(batchId, kind);
+    const pieces = await this.#pieces(batchId, kind);
+    const bytes = await this.#joined(pieces);
     if (bytes.length === 0) return undefined;
     const id = newFileId();
     await this.#store.put(fileKey(id, "jsonl"), bytes);
     const file = fileObject(id, bytes.length, `${batchId}_${kind === "output" ? "output" : "error"}.jsonl`, "batch_output");
     await this.#putJson(fileKey(id, "json"), { file, owner } satisfies StoredFile);
-    for (const key of await this.#pieces(batchId, kind)) await this.#store.delete(key);
+    for (const key of pieces) await this.#store.delete(key);
     this.#nextPiece.delete(`${batchId}/${kind}`);
     return file;
   }
@@ -174,9 +175,10 @@ export class ObjectBatchStore implements BatchStore {
     return (await this.#keys(`${PREFIX}results/${batchId}/${kind}/`)).sort();
   }
 
-  async #joined(batchId: string, kind: ResultKind): Promise<Buffer> {
+  /** The pieces' bytes, one after another. */
+  async #joined(pieces: readonly string[]): Promise<Buffer> {
     const parts: Buffer[] = [];
-    for (const key of await this.#pieces(batchId, kind)) {
+    for (const key of pieces) {
       const piece = await this.#store.get(key);
       if (piece) parts.push(piece);
     }

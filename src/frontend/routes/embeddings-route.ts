@@ -2,12 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ArmatureError, decodeEmbedding } from "../../protocol/index.js";
 import type { ModelPipeline } from "../model-pipelines.js";
 import { embedAll } from "../pooling-flow.js";
-import { refuseIfSurelyTooLong } from "../prompt-bound.js";
+import { tokenizeEach } from "../prompt-bound.js";
 import { type EmbeddingsInput, type EmbeddingsRequest, parseEmbeddingsRequest } from "../requests/embeddings-request.js";
 import { type PoolingRouteDeps, servePooled } from "./pooling-route.js";
-
-/** What the embeddings route needs from the server. */
-export type EmbeddingsRouteDeps = PoolingRouteDeps;
 
 /**
  * `POST /v1/embeddings` (OpenAI's Create embeddings): the frontend tokenizes the texts as a completion
@@ -19,7 +16,7 @@ export function handleEmbeddings(
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
-  deps: EmbeddingsRouteDeps,
+  deps: PoolingRouteDeps,
 ): Promise<void> {
   return servePooled("embeddings", "embeddings", req, res, requestId, deps, parseEmbeddingsRequest, async (request, context) => {
     const inputs = await inputTokens(request.input, context.pipeline);
@@ -59,9 +56,7 @@ async function inputTokens(input: EmbeddingsInput, pipeline: ModelPipeline): Pro
   const context = pipeline.card.contextLength;
   let inputs: number[][];
   if (input.kind === "texts") {
-    for (const text of input.texts) refuseIfSurelyTooLong([text], pipeline, "input");
-    inputs = [];
-    for (const text of input.texts) inputs.push(await pipeline.tokenizeAsync(text));
+    inputs = await tokenizeEach(input.texts, pipeline, "input");
   } else {
     const vocab = pipeline.tokenizer.vocabSize;
     for (const [index, tokens] of input.tokens.entries()) {

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ArmatureError, cannotRank } from "../../protocol/index.js";
-import type { ModelPipeline } from "../model-pipelines.js";
+import { cannotRank } from "../../protocol/index.js";
 import { rankAll } from "../pooling-flow.js";
-import { refuseIfSurelyTooLong } from "../prompt-bound.js";
+import { tokenizeEach } from "../prompt-bound.js";
 import { parseRerankRequest, parseScoreRequest } from "../requests/ranking-request.js";
 import { type PoolingContext, type PoolingRouteDeps, servePooled } from "./pooling-route.js";
 
@@ -71,28 +70,16 @@ async function score(
   context: PoolingContext,
 ): ReturnType<typeof rankAll> {
   if (!context.pipeline.card.kinds?.includes("rerank")) throw cannotRank(model, context.pipeline.card.engine);
-  for (const query of queries) refuseIfSurelyTooLong([query], context.pipeline, "query");
-  for (const document of documents) refuseIfSurelyTooLong([document], context.pipeline, "documents");
   return rankAll(
     deps.router,
     {
       type: "rank-request",
       requestId,
       model,
-      queries: await tokenized(queries, context.pipeline, "query"),
-      documents: await tokenized(documents, context.pipeline, "documents"),
+      queries: await tokenizeEach(queries, context.pipeline, "query"),
+      documents: await tokenizeEach(documents, context.pipeline, "documents"),
       timeoutMs: context.timeoutMs(),
     },
     { signal: context.signal, migrationLimit: deps.migrationLimit, onMigrate: context.onMigrate },
   );
-}
-
-async function tokenized(texts: readonly string[], pipeline: ModelPipeline, param: string): Promise<number[][]> {
-  const out: number[][] = [];
-  for (const [index, text] of texts.entries()) {
-    const tokens = await pipeline.tokenizeAsync(text);
-    if (tokens.length === 0) throw new ArmatureError("REQUEST_INVALID", `${param} ${index} has no tokens`, { param });
-    out.push(tokens);
-  }
-  return out;
 }
