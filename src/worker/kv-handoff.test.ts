@@ -4,6 +4,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { until } from "../../test/helpers/poll.js";
 import { ensureTinyModel, LlamaCppEngine } from "../engines/index.js";
 import { silentLogger } from "../observability/index.js";
 import type { GenerateRequest, GenerateResponse, KvHandoff, RequestEnd, WorkerRole } from "../protocol/index.js";
@@ -101,16 +102,18 @@ test("when the prefill worker dies before the decode worker pulls, the decode wo
 });
 
 test("a handoff no decode worker takes expires and is freed", async () => {
-  const prefill = await worker(runtime, "p3", "prefill", 50);
+  const prefill = await worker(runtime, "p3", "prefill", 500);
   try {
     await call(runtime, "p3", request({ maxTokens: 1, disaggregation: { phase: "prefill" } }));
     assert.equal(prefill.heldHandoffs, 1);
     assert.equal(sharedFiles(prefill).length, 1);
-    for (const deadline = Date.now() + 5000; prefill.heldHandoffs > 0 && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.equal(prefill.heldHandoffs, 0);
-    assert.deepEqual(sharedFiles(prefill), []);
+    // The handoff is dropped at once; its file is removed a moment later.
+    await until(
+      "held handoffs and their files",
+      async () => ({ held: prefill.heldHandoffs, files: sharedFiles(prefill) }),
+      (now) => now.held === 0 && now.files.length === 0,
+      5000,
+    );
   } finally {
     await prefill.close(0);
   }
