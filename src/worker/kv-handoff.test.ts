@@ -72,11 +72,13 @@ test("a handoff moves the prompt's KV to the decode worker, which continues as a
     assert.deepEqual(rest.tokens, reference);
     assert.equal(rest.end.prefilledLocally, undefined);
     assert.equal(rest.end.kvTransfer?.bytes, handoff.bytes);
-    for (const deadline = Date.now() + 5000; prefill.heldHandoffs > 0 && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.equal(prefill.heldHandoffs, 0, "the decode worker's confirmation freed the export");
-    assert.deepEqual(sharedFiles(prefill), []);
+    // The decode worker's confirmation frees the export, and its file a moment later.
+    await until(
+      "held handoffs and their files",
+      async () => ({ held: prefill.heldHandoffs, files: sharedFiles(prefill) }),
+      (now) => now.held === 0 && now.files.length === 0,
+      5000,
+    );
     assert.deepEqual(sharedFiles(decode), []);
   } finally {
     await prefill.close(0);
