@@ -3,6 +3,7 @@ import { basename } from "node:path";
 import {
   connectLlamaServer,
   connectSglang,
+  connectTrtllm,
   connectVllm,
   type Engine,
   type EngineTokenizer,
@@ -22,7 +23,7 @@ import type { ServeOptions } from "./serve-options.js";
 import type { StartedWorkers } from "./start-workers.js";
 
 /**
- * `--engine llama-server`, `vllm` or `sglang`: one worker per `--engine-url`, each the sidecar of an
+ * `--engine llama-server`, `vllm`, `sglang` or `trtllm`: one worker per `--engine-url`, each the sidecar of an
  * unmodified engine server that someone else started (docs/engines.md); with `--prefill-engine-url`
  * (vllm, sglang), those servers prefill and the `--engine-url` ones decode, the KV moved by the
  * engines themselves. What a sidecar cannot do is refused by name: split roles on engines without a KV
@@ -83,6 +84,12 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
       `--tokenizer is needed: a ${options.engine} worker reads the model's tokenizer (--tokenizer DIR, the model's Hugging Face folder with tokenizer.json; or --model, a GGUF of the model ${options.engine} serves)`,
     );
   }
+  if (options.contextSize !== undefined && options.engine !== "trtllm") {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--context-size: the ${options.engine} says its own context length (it is read from the server); set it on the engine's command line`,
+    );
+  }
   const waitMs = options.engineWaitMs ?? 60_000;
   const tokenizer = await engineTokenizer(options, urls[0] as string, waitMs);
   const modelName = options.modelName ?? defaultModelName(tokenizer);
@@ -101,7 +108,9 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
         ? await connectVllm({ ...common, ...publisher })
         : options.engine === "sglang"
           ? await connectSglang({ ...common, ...publisher, role, loras: options.loras })
-          : await connectLlamaServer({ ...common, loras: options.loras });
+          : options.engine === "trtllm"
+            ? await connectTrtllm({ ...common, ...publisher, loras: options.loras, contextLength: options.contextSize })
+            : await connectLlamaServer({ ...common, loras: options.loras });
     try {
       return await WorkerHost.create({ runtime, engine, modelName, logger, role, tracing, startedBy: plannerWorkerOrigin() });
     } catch (error) {
@@ -144,7 +153,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
  */
 function sidecarRoles(options: ServeOptions): WorkerRole[] {
   const split = options.prefillEngineUrls.length > 0 || options.role !== "aggregated";
-  if (split && options.engine === "llama-server") {
+  if (split && (options.engine === "llama-server" || options.engine === "trtllm")) {
     throw new ArmatureError(
       "CONFIG_INVALID",
       `${options.prefillEngineUrls.length > 0 ? "--prefill-engine-url" : `--role ${options.role}`}: ${options.engine} workers serve aggregated only (split prefill and decode through engine servers is driven for vllm and sglang)`,

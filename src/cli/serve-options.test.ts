@@ -24,8 +24,8 @@ test("a flag beats its environment twin, which beats the config file", async () 
 test("bad values name the flag and its environment variable", () => {
   assert.throws(() => resolveServeOptions(["--workers", "zero"], {}), /--workers \(ARMATURE_WORKERS\) must be an integer/);
   assert.throws(
-    () => resolveServeOptions([], { ARMATURE_ENGINE: "trtllm" }),
-    /--engine \(ARMATURE_ENGINE\) must be one of llamacpp, mocker, llama-server, vllm, sglang, got 'trtllm'/,
+    () => resolveServeOptions([], { ARMATURE_ENGINE: "tgi" }),
+    /--engine \(ARMATURE_ENGINE\) must be one of llamacpp, mocker, llama-server, vllm, sglang, trtllm, got 'tgi'/,
   );
   assert.throws(() => resolveServeOptions(["--bogus", "1"], {}), /Unknown option/);
 });
@@ -190,11 +190,11 @@ test("--lora takes NAME=PATH for llama.cpp with one model; other engines, severa
   for (const [argv, message] of [
     [
       ["--engine", "mocker", "--lora", "a=/x"],
-      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server and sglang; the mocker runs no adapters/,
+      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server, sglang and trtllm; the mocker runs no adapters/,
     ],
     [
       ["--engine", "vllm", "--lora", "a=/x"],
-      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server and sglang; vllm loads its adapters itself/,
+      /^--lora \(ARMATURE_LORA\) is for --engine llamacpp, llama-server, sglang and trtllm; vllm loads its adapters itself/,
     ],
     [
       ["--engine", "vllm", "--max-loras", "2"],

@@ -162,10 +162,10 @@ export interface HttpsFiles {
 }
 
 /** The engines that run as servers someone else starts, each driven by a sidecar worker. */
-export type EngineServerKind = "llama-server" | "vllm" | "sglang";
+export type EngineServerKind = "llama-server" | "vllm" | "sglang" | "trtllm";
 
 export function isEngineServer(engine: string): engine is EngineServerKind {
-  return engine === "llama-server" || engine === "vllm" || engine === "sglang";
+  return engine === "llama-server" || engine === "vllm" || engine === "sglang" || engine === "trtllm";
 }
 
 export function resolveServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeOptions {

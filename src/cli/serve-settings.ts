@@ -114,14 +114,14 @@ export const serveSettings: Record<string, Setting> = {
   engine: {
     type: "string",
     env: "ARMATURE_ENGINE",
-    help: "llamacpp | mocker | llama-server | vllm | sglang (default llamacpp); llama-server, vllm, sglang: drive the unmodified servers of --engine-url",
-    choices: ["llamacpp", "mocker", "llama-server", "vllm", "sglang"],
+    help: "llamacpp | mocker | llama-server | vllm | sglang | trtllm (default llamacpp); llama-server, vllm, sglang, trtllm: drive the unmodified servers of --engine-url",
+    choices: ["llamacpp", "mocker", "llama-server", "vllm", "sglang", "trtllm"],
   },
   "engine-url": {
     type: "string",
     env: "ARMATURE_ENGINE_URL",
     multiple: true,
-    help: "llama-server, vllm, sglang: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
+    help: "llama-server, vllm, sglang, trtllm: the URL of an engine server, one worker each (repeatable; comma-separated in the variable)",
   },
   "prefill-engine-url": {
     type: "string",
@@ -133,18 +133,18 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     env: "ARMATURE_KV_EVENTS_ENDPOINT",
     multiple: true,
-    help: "vllm, sglang: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
+    help: "vllm, sglang, trtllm: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
   },
   "kv-events-replay-endpoint": {
     type: "string",
     env: "ARMATURE_KV_EVENTS_REPLAY_ENDPOINT",
     multiple: true,
-    help: "vllm, sglang: the ZMQ replay socket of each --kv-events-endpoint, in the same order (absent: missed batches are counted, not fetched)",
+    help: "vllm, sglang, trtllm: the ZMQ replay socket of each --kv-events-endpoint, in the same order (absent: missed batches are counted, not fetched)",
   },
   "engine-wait": {
     type: "number",
     env: "ARMATURE_ENGINE_WAIT",
-    help: "llama-server, vllm, sglang: seconds to wait at start for each engine server's GET /health (default 60)",
+    help: "llama-server, vllm, sglang, trtllm: seconds to wait at start for each engine server's GET /health (default 60)",
   },
   model: {
     type: "string",
@@ -156,7 +156,7 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     multiple: true,
     env: "ARMATURE_LORA",
-    help: "llamacpp: NAME=PATH, a LoRA adapter GGUF each worker serves beside the model; llama-server: the name of the adapter it loaded from PATH (default: the file's name); sglang: the name of one it loaded (--lora-paths NAME=PATH); clients name it as their model (repeatable; one --model only)",
+    help: "llamacpp: NAME=PATH, a LoRA adapter GGUF each worker serves beside the model; llama-server: the name of the adapter it loaded from PATH (default: the file's name); sglang: the name of one it loaded (--lora-paths NAME=PATH); trtllm: NAME=PATH, an adapter folder on the engine's host that it loads when asked; clients name it as their model (repeatable; one --model only)",
   },
   "max-loras": {
     type: "integer",
@@ -166,7 +166,7 @@ export const serveSettings: Record<string, Setting> = {
   tokenizer: {
     type: "string",
     env: "ARMATURE_TOKENIZER",
-    help: "llama-server, vllm, sglang: the model's Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json, chat template), instead of a GGUF --model",
+    help: "llama-server, vllm, sglang, trtllm: the model's Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json, chat template), instead of a GGUF --model",
   },
   "model-name": { type: "string", env: "ARMATURE_MODEL_NAME", help: "name clients use in 'model'" },
   workers: { type: "integer", env: "ARMATURE_WORKERS", help: "number of workers (default 1)" },
@@ -288,7 +288,7 @@ export const serveSettings: Record<string, Setting> = {
   "context-size": {
     type: "integer",
     env: "ARMATURE_CONTEXT_SIZE",
-    help: "tokens per sequence (default 2048 llamacpp, 32768 mocker)",
+    help: "tokens per sequence (default 2048 llamacpp, 32768 mocker and trtllm; the other engine servers say their own)",
   },
   "log-level": { type: "string", env: "ARMATURE_LOG_LEVEL", help: "debug | info | warn | error | silent (default info)" },
   "otlp-endpoint": {

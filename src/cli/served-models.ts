@@ -25,7 +25,7 @@ export function loraOptions(
   models: readonly string[],
   engine: string,
 ): { loras: { name: string; path: string }[]; maxLoras: number | undefined } {
-  const loraEngines = ["llamacpp", "llama-server", "sglang"];
+  const loraEngines = ["llamacpp", "llama-server", "sglang", "trtllm"];
   const refused =
     maxLoras !== undefined && engine !== "llamacpp"
       ? "max-loras"
@@ -35,7 +35,7 @@ export function loraOptions(
   if (refused !== undefined) {
     throw configError(
       refused,
-      `is for --engine ${refused === "lora" ? "llamacpp, llama-server and sglang" : "llamacpp"}; ${
+      `is for --engine ${refused === "lora" ? "llamacpp, llama-server, sglang and trtllm" : "llamacpp"}; ${
         engine === "mocker"
           ? "the mocker runs no adapters"
           : engine === "llama-server"

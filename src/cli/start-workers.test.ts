@@ -76,7 +76,7 @@ test("sidecar flags out of place are refused by name before any engine is asked"
   try {
     assert.match(
       await refusal(["--engine", "mocker", "--tokenizer", "/models/m"]),
-      /--tokenizer is for the engine servers \(--engine llama-server, vllm or sglang\); --engine mocker runs its model in this process/,
+      /--tokenizer is for the engine servers \(--engine llama-server, vllm, sglang or trtllm\); --engine mocker runs its model in this process/,
     );
     assert.match(
       await refusal(["--engine", "llama-server", "--engine-url", url, "--tokenizer", "/models/m", "--model", "m.gguf"]),
@@ -125,7 +125,7 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
       [["--engine", "mocker", "--threads", "4"], /--threads is for --engine llamacpp; the mocker runs no llama\.cpp/],
       [
         ["--engine", "mocker", "--engine-url", "http://127.0.0.1:9"],
-        /--engine-url is for the engine servers \(--engine llama-server, vllm or sglang\); --engine mocker runs its model in this process/,
+        /--engine-url is for the engine servers \(--engine llama-server, vllm, sglang or trtllm\); --engine mocker runs its model in this process/,
       ],
       [["--gpu", "off", "--gpu-layers", "max"], /--gpu-layers max: llama\.cpp runs on the CPU here \(--gpu off\)/],
     ] as const) {

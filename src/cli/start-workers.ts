@@ -195,7 +195,7 @@ function refuseSidecarFlags(options: ServeOptions): void {
   if (given) {
     throw new ArmatureError(
       "CONFIG_INVALID",
-      `--${given[0]} is for the engine servers (--engine llama-server, vllm or sglang); --engine ${options.engine} runs its model in this process`,
+      `--${given[0]} is for the engine servers (--engine llama-server, vllm, sglang or trtllm); --engine ${options.engine} runs its model in this process`,
     );
   }
 }

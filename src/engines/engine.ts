@@ -19,7 +19,7 @@ export interface RankedPair {
  * role, which the worker decides.
  */
 export type EngineInfo = Omit<ModelCard, "name" | "role" | "engine"> & {
-  readonly kind: "llamacpp" | "mocker" | "llama-server" | "vllm" | "sglang";
+  readonly kind: "llamacpp" | "mocker" | "llama-server" | "vllm" | "sglang" | "trtllm";
 };
 
 /** Instantaneous load of an engine. */

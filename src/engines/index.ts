@@ -52,5 +52,7 @@ export {
   type TokenizerBundle,
 } from "./tokenizer-bundle.js";
 export { loadTokenizer } from "./tokenizer-loader.js";
+export type { TrtllmEngineOptions } from "./trtllm/trtllm-engine.js";
+export { connectTrtllm } from "./trtllm/trtllm-engine.js";
 export type { VllmEngineOptions } from "./vllm/vllm-engine.js";
 export { connectVllm } from "./vllm/vllm-engine.js";

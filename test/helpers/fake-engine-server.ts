@@ -1,9 +1,7 @@
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { encode } from "@msgpack/msgpack";
-import { Publisher, Router } from "zeromq";
-import { freePort } from "./nats-server.js";
+import { startFakeKvCache } from "./fake-kv-cache.js";
 
 /**
  * Wire-faithful stand-ins for `vllm serve` and SGLang's `launch_server`, each with its
@@ -106,11 +104,8 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   const form = settings.form ?? "array";
   const served = settings.servedModel ?? "fake-model";
   const vocab = settings.vocabSize ?? 200;
-  const cache = new Map<string, bigint>();
-  const buffer: { seq: bigint; payload: Uint8Array }[] = [];
-  let seq = 0n;
-  let drop = 0;
-  let published = 0;
+  const kv = await startFakeKvCache({ blockSize, form, capacityBlocks: settings.capacityBlocks });
+  const admit = kv.admit;
   let running = 0;
   let prefills = 0;
   let pulls = 0;
@@ -120,106 +115,6 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   const engineId = createHash("sha256").update(`${Math.random()}`).digest("hex").slice(0, 16);
   const held = new Map<string, readonly number[]>();
   connectors.set(engineId, held);
-
-  const publisher = new Publisher({ linger: 0 });
-  const router = new Router({ linger: 0 });
-  const eventsPort = await freePort();
-  const replayPort = await freePort();
-  await publisher.bind(`tcp://127.0.0.1:${eventsPort}`);
-  await router.bind(`tcp://127.0.0.1:${replayPort}`);
-  void (async () => {
-    try {
-      for await (const [identity, , start] of router) {
-        const from = Buffer.from(start as Uint8Array).readBigUInt64BE();
-        for (const batch of buffer) {
-          if (batch.seq >= from) await router.send([identity as Buffer, Buffer.alloc(0), u64(batch.seq), batch.payload]);
-        }
-        await router.send([identity as Buffer, Buffer.alloc(0), i64(-1n), Buffer.alloc(0)]);
-      }
-    } catch {
-      // closed
-    }
-  })();
-
-  const engineHash = (parent: bigint | null, tokens: readonly number[]): bigint =>
-    createHash("sha256")
-      .update(`${parent ?? "none"}:${tokens.join(",")}`)
-      .digest()
-      .readBigUInt64BE(0);
-
-  const storedEvent = (hashes: bigint[], parent: bigint | null, tokens: number[], lora: string | null) =>
-    form === "array"
-      ? ["BlockStored", hashes, parent, tokens, blockSize, null, "GPU", lora, null]
-      : {
-          type: "BlockStored",
-          block_hashes: hashes,
-          parent_block_hash: parent,
-          token_ids: tokens,
-          block_size: blockSize,
-          lora_id: null,
-          medium: "GPU",
-          lora_name: lora,
-          extra_keys: hashes.map(() => null),
-          group_idx: 0,
-          kv_cache_spec_kind: "full_attention",
-        };
-
-  const removedEvent = (hashes: bigint[]) =>
-    form === "array"
-      ? ["BlockRemoved", hashes, "GPU"]
-      : { type: "BlockRemoved", block_hashes: hashes, medium: "GPU", group_idx: 0, kv_cache_spec_kind: "full_attention" };
-
-  const publish = async (events: unknown[]): Promise<void> => {
-    const payload = encode([Date.now() / 1000, events, 0], { useBigInt64: true });
-    const mine = seq++;
-    buffer.push({ seq: mine, payload });
-    if (buffer.length > 10_000) buffer.shift();
-    if (drop > 0) {
-      drop--;
-      return;
-    }
-    published++;
-    await publisher.send([Buffer.from("kv-events"), u64(mine), payload]);
-  };
-
-  /** Caches the prompt's full blocks (computed with adapter `lora`): how many were there already, and the events for the rest. */
-  const admit = async (prompt: readonly number[], lora: string | null = null): Promise<number> => {
-    let parent: bigint | null = null;
-    let cached = 0;
-    const fresh: bigint[] = [];
-    const freshTokens: number[] = [];
-    let freshParent: bigint | null = null;
-    for (let b = 0; (b + 1) * blockSize <= prompt.length; b++) {
-      const tokens = prompt.slice(b * blockSize, (b + 1) * blockSize);
-      const key = `${lora}:${parent}:${tokens.join(",")}`;
-      const known = cache.get(key);
-      if (known !== undefined && fresh.length === 0) {
-        cached += blockSize;
-        parent = known;
-        // Most recently used last: eviction takes from the front.
-        cache.delete(key);
-        cache.set(key, known);
-        continue;
-      }
-      const hash = engineHash(parent, lora === null ? tokens : [...tokens, -1, ...Buffer.from(lora)]);
-      if (fresh.length === 0) freshParent = parent;
-      cache.set(key, hash);
-      fresh.push(hash);
-      freshTokens.push(...tokens);
-      parent = hash;
-    }
-    const events: unknown[] = fresh.length > 0 ? [storedEvent(fresh, freshParent, freshTokens, lora)] : [];
-    const evicted: bigint[] = [];
-    const capacity = settings.capacityBlocks ?? Number.POSITIVE_INFINITY;
-    for (const [key, hash] of cache) {
-      if (cache.size <= capacity) break;
-      cache.delete(key);
-      evicted.push(hash);
-    }
-    if (evicted.length > 0) events.push(removedEvent(evicted));
-    if (events.length > 0) await publish(events);
-    return cached;
-  };
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
@@ -259,7 +154,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
           "# TYPE sglang:num_queue_reqs gauge",
           `sglang:num_queue_reqs{${labels}} 0.0`,
           "# TYPE sglang:token_usage gauge",
-          `sglang:token_usage{${labels}} ${(cache.size / 4096).toFixed(2)}`,
+          `sglang:token_usage{${labels}} ${(kv.size / 4096).toFixed(2)}`,
           "",
         ].join("\n"),
       );
@@ -397,7 +292,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
           "# TYPE vllm:num_requests_waiting gauge",
           `vllm:num_requests_waiting{engine="0",model_name="${served}"} 0.0`,
           "# TYPE vllm:kv_cache_usage_perc gauge",
-          `vllm:kv_cache_usage_perc{engine="0",model_name="${served}"} ${(cache.size / (settings.capacityBlocks ?? 4096)).toFixed(4)}`,
+          `vllm:kv_cache_usage_perc{engine="0",model_name="${served}"} ${(kv.size / (settings.capacityBlocks ?? 4096)).toFixed(4)}`,
           "",
         ].join("\n"),
       );
@@ -502,39 +397,24 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     },
     bodies,
     loraCalls,
-    eventsEndpoint: `tcp://127.0.0.1:${eventsPort}`,
-    replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
+    eventsEndpoint: kv.eventsEndpoint,
+    replayEndpoint: kv.replayEndpoint,
     get published() {
-      return published;
+      return kv.published;
     },
     dropNext(n) {
-      drop = n;
+      kv.dropNext(n);
     },
     restart() {
-      cache.clear();
-      buffer.length = 0;
-      seq = 0n;
+      kv.restart();
     },
     async close() {
       connectors.delete(engineId);
       server.closeAllConnections();
       server.close();
-      publisher.close();
-      router.close();
+      kv.close();
     },
   };
-}
-
-function u64(value: bigint): Buffer {
-  const b = Buffer.alloc(8);
-  b.writeBigUInt64BE(value);
-  return b;
-}
-
-function i64(value: bigint): Buffer {
-  const b = Buffer.alloc(8);
-  b.writeBigInt64BE(value);
-  return b;
 }
 
 /** The SGLang stand-in: `startFakeVllm` with `api: "sglang"`. */
@@ -554,7 +434,7 @@ export function expectedTokens(prompt: readonly number[], count: number, vocab =
 }
 
 /** The id of the worker of the armature at `serverUrl` that drives `engine` (from its `/health`). */
-export async function workerOf(serverUrl: string, engine: FakeVllm): Promise<string> {
+export async function workerOf(serverUrl: string, engine: { readonly url: string }): Promise<string> {
   const health = (await (await fetch(`${serverUrl}/health`)).json()) as { instances: { id: string; engine_url: string }[] };
   return health.instances.find((i) => i.engine_url === engine.url)?.id as string;
 }

@@ -31,8 +31,23 @@ export async function checkTokenizerAgrees(
     });
   }
   const local = tokenizer.encode(PROBE_TEXT);
-  if (Array.isArray(remote) && remote.length === local.length && remote.every((t, i) => t === local[i])) return;
-  throw new ArmatureError(
+  if (Array.isArray(remote) && sameTokens(remote, local)) return;
+  throw tokenizerMismatch(kind, url, tokenizer, local, remote);
+}
+
+export function sameTokens(a: readonly unknown[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
+/** The probe tokenized otherwise by the engine: the start stops, naming both token lists. */
+export function tokenizerMismatch(
+  kind: string,
+  url: string,
+  tokenizer: EngineTokenizer,
+  local: unknown,
+  remote: unknown,
+): ArmatureError {
+  return new ArmatureError(
     "CONFIG_INVALID",
     `${tokenizer.flag} does not tokenize as the ${kind} at ${url} does: ${JSON.stringify(PROBE_TEXT)} is ${JSON.stringify(local)} here and ${JSON.stringify(remote)} there; give the worker the tokenizer of the model that ${kind} runs`,
   );
