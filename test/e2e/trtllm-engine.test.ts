@@ -38,9 +38,9 @@ before(async () => {
     await startFakeTrtllm({ tokenize, serverInfo: false, internalTokenize: false, adapterPaths: ["/adapters/sql"] }),
   ];
   const args = ["--engine", "trtllm", "--model", model, "--lora", "sql=/adapters/sql"];
-  for (const e of engines) {
-    args.push("--engine-url", e.url, "--kv-events-endpoint", e.eventsEndpoint, "--kv-events-replay-endpoint", e.replayEndpoint);
-  }
+  // The first is followed through its ZMQ publisher (KV cache manager V2), the second through its pull route.
+  args.push("--engine-url", engines[0].url, "--kv-events-endpoint", engines[0].eventsEndpoint);
+  args.push("--engine-url", engines[1].url, "--kv-events-endpoint", `${engines[1].url}/kv_cache_events`);
   server = await startServe(args);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
 });
@@ -117,7 +117,7 @@ test("sampling fields are TensorRT-LLM's own, each as asked; a stop token is kep
 });
 
 for (const index of [0, 1]) {
-  test(`a prefix another client cached on trtllm-serve ${index} draws armature's requests there, and its cached tokens come back`, async () => {
+  test(`a prefix another client cached on trtllm-serve ${index} (events ${index === 0 ? "over ZMQ" : "pulled"}) draws armature's requests there, and its cached tokens come back`, async () => {
     const engine = engines[index] as FakeTrtllm;
     const prefix = freshPrompt(3);
     await sendDirectly(engine, prefix);
@@ -126,6 +126,7 @@ for (const index of [0, 1]) {
       .create({ model: MODEL, prompt: [...prefix, 5, 6, 7], max_tokens: 2, temperature: 0 })
       .withResponse();
     assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
+    assert.equal(response.headers.get("x-armature-overlap-blocks"), "3", "the router knew of the blocks from the events");
     assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 3 * BLOCK);
   });
 }
@@ -276,6 +277,13 @@ test("a --block-size other than the server's, a server before detokenize, anothe
       engines[1].url,
     ]),
     /--prefill-engine-url: trtllm workers serve aggregated only/,
+  );
+  assert.match(
+    await refused([
+      ...["--engine", "trtllm", "--model", model, "--engine-url", engines[1].url],
+      ...["--kv-events-endpoint", `${engines[1].url}/kv_cache_events`, "--kv-events-replay-endpoint", engines[0].replayEndpoint],
+    ]),
+    /--kv-events-replay-endpoint: .*\/kv_cache_events is trtllm-serve's pull route, which has no replay/,
   );
   assert.match(
     await refused(["--engine", "vllm", "--model", model, "--engine-url", engines[0].url, "--context-size", "4096"]),

@@ -25,6 +25,11 @@ export interface FakeKvCache {
   readonly published: number;
   /** Publishes nothing for the next `n` batches' sequence numbers (they stay in the replay buffer). */
   dropNext(n: number): void;
+  /**
+   * TensorRT-LLM's `POST /kv_cache_events`: the events since the last call as its JSON (ids counting
+   * on, a `created` first), forgotten once read.
+   */
+  takeTrtllmEvents(): string;
   /** Empties the cache and numbers batches from 0 again, as a restarted engine does. */
   restart(): void;
   close(): void;
@@ -44,6 +49,9 @@ export async function startFakeKvCache(settings: FakeKvCacheSettings): Promise<F
   let seq = 0n;
   let drop = 0;
   let published = 0;
+  /** TensorRT-LLM's pull route's buffer: each event's `data`, its id given when read. */
+  const pulled: Record<string, unknown>[] = [{ type: "created", num_blocks_per_cache_level: [4096, 0] }];
+  let nextEventId = 0;
 
   const publisher = new Publisher({ linger: 0 });
   const router = new Router({ linger: 0 });
@@ -142,6 +150,19 @@ export async function startFakeKvCache(settings: FakeKvCacheSettings): Promise<F
     }
     if (evicted.length > 0) events.push(removedEvent(evicted));
     if (events.length > 0) await publish(events);
+    if (fresh.length > 0) {
+      const blocks = fresh.map((hash, i) => ({
+        type: "stored_block",
+        block_hash: hash,
+        tokens: freshTokens
+          .slice(i * blockSize, (i + 1) * blockSize)
+          .map((id) => ({ type: "unique_token", token_id: id, token_extra_id: 0 })),
+        cache_level: 0,
+        priority: 35,
+      }));
+      pulled.push({ type: "stored", parent_hash: freshParent, blocks });
+    }
+    if (evicted.length > 0) pulled.push({ type: "removed", block_hashes: evicted });
     return cached;
   };
 
@@ -157,6 +178,14 @@ export async function startFakeKvCache(settings: FakeKvCacheSettings): Promise<F
     },
     dropNext(n) {
       drop = n;
+    },
+    takeTrtllmEvents() {
+      const taken = pulled.splice(0).map((data) => ({ event_id: nextEventId++, data, window_size: blockSize * 1024 }));
+      // TensorRT-LLM writes its 64-bit hashes as JSON integers.
+      return JSON.stringify(taken, (_key, value) => (typeof value === "bigint" ? `__int${value}` : value)).replace(
+        /"__int(\d+)"/g,
+        "$1",
+      );
     },
     restart() {
       cache.clear();

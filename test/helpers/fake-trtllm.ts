@@ -18,7 +18,8 @@ import { startFakeKvCache } from "./fake-kv-cache.js";
  *   stream (`finish_reason: stop`), kept only with `include_stop_str_in_output`;
  * - `POST /_internal/tokenize` (`{count, tokens}`, with a beginning-of-sequence token as its
  *   tokenizer adds one; absent with `internalTokenize: false`, as on older servers);
- * - the KV event publisher of its KV cache manager V2 (vLLM's wire, tagged arrays).
+ * - the KV event publisher of its KV cache manager V2 (vLLM's wire, tagged arrays), and its older pull
+ *   route, `POST /kv_cache_events` (the buffered events as JSON, forgotten once read).
  * With `beforeDetokenize` it stands in for a server older than the `detokenize` field, which its
  * request model then refuses as unknown.
  */
@@ -227,6 +228,10 @@ export async function startFakeTrtllm(settings: FakeTrtllmSettings): Promise<Fak
       return json(res, 200, { count: tokens.length, tokens });
     }
     if (req.url === "/v1/completions" && req.method === "POST") return completion(req, res);
+    if (req.url === "/kv_cache_events" && req.method === "POST") {
+      res.writeHead(200, { "content-type": "application/json" });
+      return void res.end(kv.takeTrtllmEvents());
+    }
     json(res, 404, { detail: "Not Found" });
   });
   server.listen(0, "127.0.0.1");

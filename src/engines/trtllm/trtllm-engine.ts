@@ -11,6 +11,7 @@ import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/e
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { TrtllmAdapters } from "./trtllm-adapters.js";
 import { trtllmCompletionBody } from "./trtllm-completion-body.js";
+import { TrtllmKvEventPoller } from "./trtllm-kv-event-poller.js";
 import { checkTrtllmTokenizer } from "./trtllm-probe.js";
 
 /**
@@ -31,6 +32,9 @@ const DEFAULT_TOKENS_PER_BLOCK = 32;
 /** The longest sequence assumed where `--context-size` is not given: the engine refuses longer ones itself. */
 const DEFAULT_CONTEXT = 32_768;
 
+/** A `--kv-events-endpoint` that names the pull route (`POST /kv_cache_events`) rather than a ZMQ publisher. */
+const PULL_ROUTE = /^https?:\/\//;
+
 const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", cancelled: "cancelled" };
 
 /**
@@ -42,6 +46,13 @@ const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "
  */
 export async function connectTrtllm(options: TrtllmEngineOptions): Promise<EngineServerEngine> {
   const url = engineUrl(options.url);
+  const pulled = options.kvEventsEndpoint !== undefined && PULL_ROUTE.test(options.kvEventsEndpoint);
+  if (pulled && options.kvEventsReplayEndpoint !== undefined) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--kv-events-replay-endpoint: ${options.kvEventsEndpoint} is trtllm-serve's pull route, which has no replay; give a replay endpoint with a tcp:// publisher only`,
+    );
+  }
   await waitHealthy("trtllm", url, options.startTimeoutMs ?? 60_000);
   const models = (await getJson("trtllm", url, "/v1/models")) as { data?: { id?: unknown }[] } | null;
   const model = models?.data?.[0]?.id;
@@ -89,8 +100,30 @@ export async function connectTrtllm(options: TrtllmEngineOptions): Promise<Engin
     healthIntervalMs: options.healthIntervalMs,
     readLoad: metrics === undefined ? undefined : (at) => readTrtllmLoad(at),
   });
-  engine.followKvEvents(options, blockSize);
+  followTrtllmKvEvents(engine, url, options, blockSize);
   return engine;
+}
+
+/**
+ * The engine's KV events: a `tcp://` `--kv-events-endpoint` is its ZMQ publisher (KV cache manager
+ * V2), read as vLLM's; an `http(s)://` one is its pull route (`POST /kv_cache_events`, every
+ * version), read every 100 ms.
+ */
+function followTrtllmKvEvents(engine: EngineServerEngine, url: string, options: TrtllmEngineOptions, blockSize: number): void {
+  const endpoint = options.kvEventsEndpoint;
+  if (endpoint === undefined || !PULL_ROUTE.test(endpoint)) {
+    engine.followKvEvents(options, blockSize);
+    return;
+  }
+  const poller = new TrtllmKvEventPoller({
+    url: endpoint,
+    blockSize,
+    onEvents: (events) => engine.emit(events),
+    onDropped: (reason) => options.onDroppedEvents?.(reason),
+    onFatal: (message) => process.emitWarning(`trtllm at ${url}: ${message}`, "ArmatureWarning"),
+  });
+  poller.start();
+  engine.onClose(() => poller.close());
 }
 
 /**
