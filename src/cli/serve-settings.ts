@@ -133,7 +133,7 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     env: "ARMATURE_KV_EVENTS_ENDPOINT",
     multiple: true,
-    help: "vllm, sglang, trtllm: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557 (absent: approximate routing)",
+    help: "vllm, sglang, trtllm: the ZMQ KV event publisher of each --engine-url, in the same order, e.g. tcp://10.0.0.5:5557; trtllm also http://HOST:PORT/kv_cache_events, its pull route (absent: approximate routing)",
   },
   "kv-events-replay-endpoint": {
     type: "string",
