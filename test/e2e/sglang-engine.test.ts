@@ -9,6 +9,7 @@ import { connectSglang, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, typ
 import { parseSglangChunk, sglangLoad } from "../../src/engines/sglang/sglang-engine.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeSglang, workerOf } from "../helpers/fake-engine-server.js";
+import { freshPrompts } from "../helpers/fresh-prompts.js";
 import { loraAdmin, modelsWithParents } from "../helpers/lora-admin.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";
 
@@ -43,11 +44,8 @@ after(async () => {
   await Promise.all(engines.map((e) => e.close()));
 });
 
-let nonce = 0;
-function freshPrompt(blocks: number): number[] {
-  nonce++;
-  return Array.from({ length: blocks * BLOCK }, (_, i) => 40 + ((nonce * 17 + i * 5) % 90));
-}
+/** A prompt of `blocks` whole blocks nobody sent before. */
+const freshPrompt = freshPrompts(BLOCK);
 
 /** Sends `prompt` to an SGLang directly, as another client of it would (armature does not see it). */
 async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promise<void> {

@@ -8,6 +8,7 @@ import { ensureTinyModel, loadTokenizer, type Tokenizer } from "../../src/engine
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, workerOf } from "../helpers/fake-engine-server.js";
 import { type FakeTrtllm, startFakeTrtllm } from "../helpers/fake-trtllm.js";
+import { freshPrompts } from "../helpers/fresh-prompts.js";
 import { loraAdmin, modelsWithParents } from "../helpers/lora-admin.js";
 import { until } from "../helpers/poll.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";
@@ -50,11 +51,7 @@ after(async () => {
 });
 
 /** A prompt of `blocks` whole blocks nobody sent before. */
-let nonce = 0;
-function freshPrompt(blocks: number): number[] {
-  nonce++;
-  return Array.from({ length: blocks * BLOCK }, (_, i) => 40 + ((nonce * 13 + i * 7) % 90));
-}
+const freshPrompt = freshPrompts(BLOCK);
 
 /** Sends `prompt` to a trtllm-serve directly, as another client of it would (armature does not see it). */
 async function sendDirectly(engine: FakeTrtllm, prompt: readonly number[]): Promise<void> {

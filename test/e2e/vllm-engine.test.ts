@@ -8,6 +8,7 @@ import { HfTokenizer } from "../../src/engines/huggingface/hf-tokenizer.js";
 import { connectVllm, ensureTinyModel, ggufEngineTokenizer, loadTokenizer, type Tokenizer } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { expectedTokens, type FakeVllm, startFakeVllm, workerOf } from "../helpers/fake-engine-server.js";
+import { freshPrompts } from "../helpers/fresh-prompts.js";
 import { loraAdmin, modelsWithParents } from "../helpers/lora-admin.js";
 import { qwen3TokenizerDir } from "../helpers/tokenizer-folders.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";
@@ -44,11 +45,7 @@ after(async () => {
 });
 
 /** A prompt of `blocks` whole blocks nobody sent before. */
-let nonce = 0;
-function freshPrompt(blocks: number): number[] {
-  nonce++;
-  return Array.from({ length: blocks * BLOCK }, (_, i) => 40 + ((nonce * 13 + i * 7) % 90));
-}
+const freshPrompt = freshPrompts(BLOCK);
 
 /** Sends `prompt` to a vLLM directly, as another client of it would (armature does not see it). */
 async function sendDirectly(engine: FakeVllm, prompt: readonly number[]): Promise<void> {

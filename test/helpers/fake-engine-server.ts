@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { startFakeKvCache } from "./fake-kv-cache.js";
+import { readJson, sendJson } from "./json-exchange.js";
 
 /**
  * Wire-faithful stand-ins for `vllm serve` and SGLang's `launch_server`, each with its
@@ -116,16 +117,6 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   const held = new Map<string, readonly number[]>();
   connectors.set(engineId, held);
 
-  const json = (res: ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { "content-type": "application/json" });
-    res.end(JSON.stringify(body));
-  };
-  const read = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    return JSON.parse(Buffer.concat(chunks).toString() || "{}") as Record<string, unknown>;
-  };
-
   const api = settings.api ?? "vllm";
   /** The double's next token after `last`. */
   const next = (last: number): number => (last * 31 + 7) % vocab; // expectedTokens below
@@ -133,7 +124,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
   /** SGLang's routes; false where the request is not one of them. */
   const sglang = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     if (req.url === "/server_info") {
-      json(res, 200, {
+      sendJson(res, 200, {
         model_path: served,
         page_size: blockSize,
         max_total_num_tokens: 4096 * blockSize,
@@ -161,12 +152,12 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       return true;
     }
     if (req.url !== "/generate" || req.method !== "POST") return false;
-    const body = await read(req);
+    const body = await readJson(req);
     bodies.push(body);
     const prompt = body.input_ids as number[];
     const lora = typeof body.lora_path === "string" ? body.lora_path : null;
     if (lora !== null && !adapters.has(lora)) {
-      json(res, 400, { error: { message: `LoRA adapter ${lora} is not loaded` } });
+      sendJson(res, 400, { error: { message: `LoRA adapter ${lora} is not loaded` } });
       return true;
     }
     const maxTokens = Number((body.sampling_params as { max_new_tokens?: unknown }).max_new_tokens);
@@ -174,7 +165,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
     if (mode !== "null") {
       // Both halves must come at once with the same room, the prefill server's bootstrap and the same prompt.
       if (body.bootstrap_room === undefined) {
-        json(res, 400, { error: { message: `a ${mode} server needs bootstrap_room` } });
+        sendJson(res, 400, { error: { message: `a ${mode} server needs bootstrap_room` } });
         return true;
       }
       const entry = room(String(body.bootstrap_room));
@@ -182,18 +173,22 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       entry.arrived();
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 3000).unref());
       if ((await Promise.race([entry.paired, timeout])) === "timeout") {
-        json(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: its other half never came` } });
+        sendJson(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: its other half never came` } });
         return true;
       }
       const server = `${String(body.bootstrap_host)}:${String(body.bootstrap_port)}`;
       if (entry.prefill?.server !== server || entry.prefill?.prompt !== prompt.join(",")) {
-        json(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: halves disagree` } });
+        sendJson(res, 400, { error: { message: `bootstrap room ${String(body.bootstrap_room)}: halves disagree` } });
         return true;
       }
       if (mode === "prefill") {
         prefills++;
         await admit(prompt);
-        json(res, 200, { text: "x", output_ids: [next(prompt.at(-1) ?? 0)], meta_info: { finish_reason: { type: "length" } } });
+        sendJson(res, 200, {
+          text: "x",
+          output_ids: [next(prompt.at(-1) ?? 0)],
+          meta_info: { finish_reason: { type: "length" } },
+        });
         return true;
       }
       pulls++;
@@ -232,18 +227,18 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
 
   const server: Server = createServer(async (req, res) => {
     if (req.url === "/health") return void res.writeHead(200).end();
-    if (req.url === "/version" && api === "vllm") return json(res, 200, { version: settings.version ?? "0.12.0" });
+    if (req.url === "/version" && api === "vllm") return sendJson(res, 200, { version: settings.version ?? "0.12.0" });
     if (req.url === "/v1/models") {
       const base = { id: served, object: "model", owned_by: api, root: served, parent: null, max_model_len: 4096 };
       // vLLM lists its adapters with their parent; SGLang lists the model only.
       const listed = api === "vllm" ? [...adapters] : [];
       const loras = listed.map((id) => ({ id, object: "model", owned_by: api, root: `/adapters/${id}`, parent: served }));
-      return json(res, 200, { object: "list", data: [base, ...loras] });
+      return sendJson(res, 200, { object: "list", data: [base, ...loras] });
     }
     const adapterRoutes =
       api === "vllm" ? ["/v1/load_lora_adapter", "/v1/unload_lora_adapter"] : ["/load_lora_adapter", "/unload_lora_adapter"];
     if (adapterRoutes.includes(req.url ?? "")) {
-      const body = await read(req);
+      const body = await readJson(req);
       const name = String(body.lora_name);
       loraCalls.push({ route: req.url, ...body });
       const loading = req.url === adapterRoutes[0];
@@ -261,24 +256,26 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       // SGLang answers {success, error_message, loaded_adapters}; vLLM a line of text, or an OpenAI error.
       if (api === "sglang") {
         const loaded = Object.fromEntries([...adapters].map((a) => [a, `/adapters/${a}`]));
-        return json(res, refusal ? 400 : 200, {
+        return sendJson(res, refusal ? 400 : 200, {
           success: !refusal,
           error_message: refusal?.message ?? "",
           loaded_adapters: loaded,
         });
       }
       if (refusal)
-        return json(res, refusal.status, { error: { message: refusal.message, type: "BadRequestError", code: refusal.status } });
+        return sendJson(res, refusal.status, {
+          error: { message: refusal.message, type: "BadRequestError", code: refusal.status },
+        });
       res.writeHead(200, { "content-type": "text/plain" });
       return void res.end(`Success: LoRA adapter '${name}' ${loading ? "added" : "removed"} successfully.`);
     }
     if (req.url === "/tokenize" && req.method === "POST") {
-      const body = await read(req);
+      const body = await readJson(req);
       const tokens = settings.tokenize(String(body.prompt));
-      return json(res, 200, { count: tokens.length, max_model_len: 4096, tokens });
+      return sendJson(res, 200, { count: tokens.length, max_model_len: 4096, tokens });
     }
     if (api === "sglang") {
-      if (!(await sglang(req, res))) json(res, 404, { detail: "Not Found" });
+      if (!(await sglang(req, res))) sendJson(res, 404, { detail: "Not Found" });
       return;
     }
     if (req.url === "/metrics") {
@@ -298,12 +295,12 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       );
     }
     if (req.url === "/v1/completions" && req.method === "POST") {
-      const body = await read(req);
+      const body = await readJson(req);
       bodies.push(body);
       const prompt = body.prompt as number[];
       const lora = typeof body.model === "string" && adapters.has(body.model) ? body.model : null;
       if (body.model !== served && lora === null)
-        return json(res, 404, {
+        return sendJson(res, 404, {
           error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
         });
       const transfer = body.kv_transfer_params as Record<string, unknown> | undefined;
@@ -314,7 +311,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         const blockIds = Array.from({ length: Math.ceil(prompt.length / blockSize) }, (_, i) => prefills * 1000 + i);
         if (!settings.expireTransfers) held.set(blockIds.join(","), prompt);
         const first = next(prompt.at(-1) ?? 0);
-        return json(res, 200, {
+        return sendJson(res, 200, {
           id: `cmpl-${prefills}`,
           object: "text_completion",
           model: served,
@@ -339,7 +336,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
         const key = Array.isArray(transfer.remote_block_ids) ? transfer.remote_block_ids.join(",") : "";
         const pulled = peer?.get(key);
         if (!pulled || pulled.join(",") !== prompt.join(",")) {
-          return json(res, 400, {
+          return sendJson(res, 400, {
             error: { message: "KV transfer failed: no such remote blocks", type: "BadRequestError", code: 400 },
           });
         }
@@ -382,7 +379,7 @@ export async function startFakeVllm(settings: FakeVllmSettings): Promise<FakeVll
       res.write(`data: ${JSON.stringify({ id, object: "text_completion", created, model: served, choices: [], usage })}\n\n`);
       return void res.end("data: [DONE]\n\n");
     }
-    json(res, 404, { detail: "Not Found" });
+    sendJson(res, 404, { detail: "Not Found" });
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

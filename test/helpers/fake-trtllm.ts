@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { startFakeKvCache } from "./fake-kv-cache.js";
+import { readJson, sendJson } from "./json-exchange.js";
 
 /**
  * A wire-faithful stand-in for `trtllm-serve` (no TensorRT-LLM runs on these machines), written
@@ -74,28 +75,21 @@ export async function startFakeTrtllm(settings: FakeTrtllmSettings): Promise<Fak
   let failAfter: number | undefined;
   const next = (last: number): number => (last * 31 + 7) % vocab; // expectedTokens in fake-engine-server.ts
 
-  const json = (res: ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { "content-type": "application/json" });
-    res.end(JSON.stringify(body));
-  };
-  const read = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    return JSON.parse(Buffer.concat(chunks).toString() || "{}") as Record<string, unknown>;
-  };
   /** TensorRT-LLM's handler errors: `ErrorResponse`, its status the code. */
   const error = (res: ServerResponse, message: string) =>
-    json(res, 400, { object: "error", message, type: "BadRequestError", param: null, code: 400 });
+    sendJson(res, 400, { object: "error", message, type: "BadRequestError", param: null, code: 400 });
 
   const completion = async (req: IncomingMessage, res: ServerResponse) => {
-    const body = await read(req);
+    const body = await readJson(req);
     bodies.push(body);
     const unknown = Object.keys(body).find((key) => !FIELDS.has(key) || (settings.beforeDetokenize && key === "detokenize"));
     // Request validation (2026): 400 with `{"error": str(exc)}`.
     if (unknown)
-      return json(res, 400, { error: `1 validation error for CompletionRequest\n${unknown}\n  Extra inputs are not permitted` });
+      return sendJson(res, 400, {
+        error: `1 validation error for CompletionRequest\n${unknown}\n  Extra inputs are not permitted`,
+      });
     if (body.stream_options !== undefined && body.stream !== true)
-      return json(res, 400, { error: "Stream options can only be defined when stream is true." });
+      return sendJson(res, 400, { error: "Stream options can only be defined when stream is true." });
     if (typeof body.suffix === "string" && body.suffix !== "") return error(res, "suffix is not supported");
     const lora = body.lora_request as { lora_name?: unknown; lora_path?: unknown } | undefined;
     if (lora && !settings.adapterPaths?.includes(String(lora.lora_path)))
@@ -147,7 +141,7 @@ export async function startFakeTrtllm(settings: FakeTrtllmSettings): Promise<Fak
         all.push(...step.tokens);
         if (step.finish !== null || finish === "stop") break;
       }
-      return json(res, 200, {
+      return sendJson(res, 200, {
         id,
         object: "text_completion",
         created,
@@ -192,14 +186,14 @@ export async function startFakeTrtllm(settings: FakeTrtllmSettings): Promise<Fak
 
   const server: Server = createServer(async (req, res) => {
     if (req.url === "/health") return void res.writeHead(200).end();
-    if (req.url === "/version") return json(res, 200, { version: "1.3.0" });
+    if (req.url === "/version") return sendJson(res, 200, { version: "1.3.0" });
     if (req.url === "/v1/models")
-      return json(res, 200, {
+      return sendJson(res, 200, {
         object: "list",
         data: [{ id: served, object: "model", created: Math.floor(Date.now() / 1000), owned_by: "tensorrt_llm" }],
       });
     if (req.url === "/server_info" && settings.serverInfo !== false)
-      return json(res, 200, {
+      return sendJson(res, 200, {
         disaggregated_params: null,
         max_batch_size: 64,
         kv_cache_hash_algo: "v2_sha256",
@@ -223,16 +217,16 @@ export async function startFakeTrtllm(settings: FakeTrtllmSettings): Promise<Fak
       );
     }
     if (req.url === "/_internal/tokenize" && req.method === "POST" && settings.internalTokenize !== false) {
-      const body = await read(req);
+      const body = await readJson(req);
       const tokens = [...(settings.bos === undefined ? [] : [settings.bos]), ...settings.tokenize(String(body.prompt))];
-      return json(res, 200, { count: tokens.length, tokens });
+      return sendJson(res, 200, { count: tokens.length, tokens });
     }
     if (req.url === "/v1/completions" && req.method === "POST") return completion(req, res);
     if (req.url === "/kv_cache_events" && req.method === "POST") {
       res.writeHead(200, { "content-type": "application/json" });
       return void res.end(kv.takeTrtllmEvents());
     }
-    json(res, 404, { detail: "Not Found" });
+    sendJson(res, 404, { detail: "Not Found" });
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

@@ -78,3 +78,16 @@ export function metricValue(text: string, name: string): number {
   const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   return Number(new RegExp(`^${escaped}(?:\\{[^}]*\\})? ([\\d.eE+-]+)`, "m").exec(text)?.[1]);
 }
+
+/**
+ * One SSE `data` payload of an engine server's stream, parsed: undefined for `[DONE]`; a payload
+ * that is not JSON fails the request naming the server.
+ */
+export function streamMessage(kind: string, url: string, data: string): unknown {
+  if (data === "[DONE]") return undefined;
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw new ArmatureError("ENGINE_FAILED", `${kind} at ${url} sent a stream message that is not JSON: ${data.slice(0, 120)}`);
+  }
+}

@@ -8,7 +8,7 @@ import {
   EngineServerEngine,
   type StreamChunk,
 } from "../engine-server/engine-server-engine.js";
-import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import { engineUrl, getJson, metricValue, streamMessage, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { ServerAdapters, SGLANG_ADAPTER_ROUTES } from "../engine-server/server-adapters.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
@@ -152,13 +152,8 @@ function sglangDialect(url: string, server: ServerInfo): EngineServerDialect {
  * "length" | "abort", …}`) and `cached_tokens`; then `[DONE]`.
  */
 export function parseSglangChunk(url: string, data: string, skip: number): StreamChunk {
-  if (data === "[DONE]") return { tokens: [], done: true };
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    throw notSglang(url, `a stream message that is not JSON: ${data.slice(0, 120)}`);
-  }
+  const value = streamMessage("sglang", url, data);
+  if (value === undefined) return { tokens: [], done: true };
   const message = value as {
     output_ids?: unknown;
     meta_info?: { finish_reason?: unknown; cached_tokens?: unknown } | null;

@@ -7,7 +7,7 @@ import {
   EngineServerEngine,
   type StreamChunk,
 } from "../engine-server/engine-server-engine.js";
-import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import { engineUrl, getJson, metricValue, streamMessage, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { TrtllmAdapters } from "./trtllm-adapters.js";
 import { trtllmCompletionBody } from "./trtllm-completion-body.js";
@@ -132,13 +132,8 @@ function followTrtllmKvEvents(engine: EngineServerEngine, url: string, options: 
  * `[DONE]`. An error after the stream began comes as a chunk of its own (`{"error": {…}}`).
  */
 export function parseTrtllmChunk(url: string, data: string): StreamChunk {
-  if (data === "[DONE]") return { tokens: [], done: true };
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    throw notTrtllm(url, `a stream message that is not JSON: ${data.slice(0, 120)}`);
-  }
+  const value = streamMessage("trtllm", url, data);
+  if (value === undefined) return { tokens: [], done: true };
   const message = value as {
     choices?: { text?: unknown; token_ids?: unknown; finish_reason?: unknown }[];
     usage?: { prompt_tokens_details?: { cached_tokens?: unknown } | null } | null;

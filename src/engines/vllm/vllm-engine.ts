@@ -7,7 +7,7 @@ import {
   EngineServerEngine,
   type StreamChunk,
 } from "../engine-server/engine-server-engine.js";
-import { engineUrl, getJson, metricValue, waitHealthy } from "../engine-server/engine-server-http.js";
+import { engineUrl, getJson, metricValue, streamMessage, waitHealthy } from "../engine-server/engine-server-http.js";
 import { tokenizerInfo } from "../engine-server/engine-tokenizer.js";
 import { ServerAdapters, VLLM_ADAPTER_ROUTES } from "../engine-server/server-adapters.js";
 import { checkTokenizerAgrees } from "../engine-server/tokenizer-probe.js";
@@ -140,13 +140,8 @@ export function parseVllmPrefill(
 
 /** One chunk of vLLM's completion stream: token ids and finish reason, then usage, then `[DONE]`. */
 export function parseVllmChunk(url: string, data: string): StreamChunk {
-  if (data === "[DONE]") return { tokens: [], done: true };
-  let value: unknown;
-  try {
-    value = JSON.parse(data);
-  } catch {
-    throw notVllm(url, `a stream message that is not JSON: ${data.slice(0, 120)}`);
-  }
+  const value = streamMessage("vllm", url, data);
+  if (value === undefined) return { tokens: [], done: true };
   const message = value as {
     choices?: { token_ids?: unknown; finish_reason?: unknown }[];
     usage?: { prompt_tokens_details?: { cached_tokens?: unknown } | null } | null;
