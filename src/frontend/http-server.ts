@@ -36,6 +36,7 @@ import { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial
 import { handleRerank, handleScore, RANKING_PATHS } from "./routes/ranking-routes.js";
 import { handleResponses } from "./routes/responses-route.js";
 import { handleDetokenize, handleTokenize } from "./routes/tokenize-routes.js";
+import { RuntimeAdapters } from "./runtime-adapters.js";
 import { tokenizerFetcher } from "./tokenizer-fetch.js";
 import type { ToolCallParserName } from "./tool-calls/index.js";
 
@@ -123,6 +124,7 @@ export class Frontend {
   readonly #startedAt = Date.now();
   #grpc: KserveGrpcServer | undefined;
   readonly #dashboard: Dashboard;
+  readonly #runtimeAdapters: RuntimeAdapters;
   #batches: { store: BatchStore; runner: BatchRunner; loopback: BatchLoopback } | undefined;
 
   private constructor(options: FrontendOptions) {
@@ -141,6 +143,7 @@ export class Frontend {
     );
     const runtime = options.router.runtime;
     this.#pipelines = new ModelPipelines(options.router.workers, tokenizerFetcher(runtime.requests, runtime.invalidMessages));
+    this.#runtimeAdapters = new RuntimeAdapters(options.router, this.#log);
     this.#server = options.tls
       ? createTlsServer(options.tls, (req, res) => this.#handle(req, res), this.#log)
       : createServer((req, res) => this.#handle(req, res));
@@ -321,9 +324,9 @@ export class Frontend {
       case "POST /detokenize":
         return handleDetokenize(req, res, requestId, deps);
       case "POST /v1/load_lora_adapter":
-        return handleLoraAdmin("load", req, res, headers, deps);
+        return handleLoraAdmin("load", req, res, headers, { ...deps, runtimeAdapters: this.#runtimeAdapters });
       case "POST /v1/unload_lora_adapter":
-        return handleLoraAdmin("unload", req, res, headers, deps);
+        return handleLoraAdmin("unload", req, res, headers, { ...deps, runtimeAdapters: this.#runtimeAdapters });
       case "GET /v1/models":
         return handleModels(res, this.#o.router, this.#startedAt, headers, grant);
       case "GET /health":
@@ -442,6 +445,7 @@ export class Frontend {
    * then closes the rest.
    */
   async close(graceMs = 30_000): Promise<void> {
+    this.#runtimeAdapters.close();
     // Batch requests in flight are cut off first: their batches resume at the next start.
     await this.#batches?.runner.close();
     await this.#batches?.loopback.close();

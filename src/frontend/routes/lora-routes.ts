@@ -1,13 +1,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ArmatureError, type LoraAdminRequest, loraAdapterListSchema, type ModelCard, subjects } from "../../protocol/index.js";
+import { ArmatureError, type ModelCard } from "../../protocol/index.js";
 import type { Router, WorkerView } from "../../router/index.js";
 import { toHttpError } from "../http-errors.js";
 import { readJsonBody, sendJson } from "../http-io.js";
+import { callLoraAdmin } from "../lora-admin-call.js";
+import type { RuntimeAdapters } from "../runtime-adapters.js";
 
 export interface LoraRoutesDeps {
   readonly router: Router;
   readonly bodyLimitBytes: number;
   readonly access?: { allowsModel(model: string): boolean } | undefined;
+  /** Where the adapters loaded here are kept, so workers that join later load them too. */
+  readonly runtimeAdapters?: RuntimeAdapters | undefined;
 }
 
 /** How long a load or unload waits for discovery to show every worker's new card. */
@@ -51,15 +55,17 @@ export async function handleLoraAdmin(
       if (served.length > 0 && !inPlace) {
         throw invalid("lora_name", `The lora adapter '${name}' has already been loaded.`);
       }
-      await Promise.all(served.map((w) => call(deps.router, w, { type: "lora-unload", name })));
+      await Promise.all(served.map((w) => callLoraAdmin(deps.router, w, { type: "lora-unload", name })));
       await loadEverywhere(deps.router, workers, name, path);
+      deps.runtimeAdapters?.loaded(base, name, path);
       await cardsShow(deps.router, workers, (card) => card.loras?.includes(name) ?? false);
       sendText(res, `Success: LoRA adapter '${name}' added successfully.`, headers);
     } else {
       const served = workers.filter((w) => w.card.loras?.includes(name));
       if (served.length === 0)
         throw new ArmatureError("MODEL_NOT_FOUND", `The lora adapter '${name}' cannot be found.`, { param: "lora_name" });
-      await Promise.all(served.map((w) => call(deps.router, w, { type: "lora-unload", name })));
+      deps.runtimeAdapters?.unloaded(base, name);
+      await Promise.all(served.map((w) => callLoraAdmin(deps.router, w, { type: "lora-unload", name })));
       await cardsShow(deps.router, served, (card) => !(card.loras?.includes(name) ?? false));
       sendText(res, `Success: LoRA adapter '${name}' removed successfully.`, headers);
     }
@@ -99,23 +105,16 @@ function baseModel(router: Router, body: Record<string, unknown>, name: string, 
 async function loadEverywhere(router: Router, workers: readonly WorkerView[], name: string, path: string): Promise<void> {
   if (workers.length === 0)
     throw new ArmatureError("ROUTER_NO_WORKER", "no worker serves the model right now", { retryable: true });
-  const results = await Promise.allSettled(workers.map((w) => call(router, w, { type: "lora-load", name, path })));
+  const results = await Promise.allSettled(workers.map((w) => callLoraAdmin(router, w, { type: "lora-load", name, path })));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (!failed) return;
   // All or none: the workers that loaded it drop it again.
   await Promise.allSettled(
-    workers.filter((_, i) => results[i]?.status === "fulfilled").map((w) => call(router, w, { type: "lora-unload", name })),
+    workers
+      .filter((_, i) => results[i]?.status === "fulfilled")
+      .map((w) => callLoraAdmin(router, w, { type: "lora-unload", name })),
   );
   throw failed.reason;
-}
-
-async function call(router: Router, worker: WorkerView, request: LoraAdminRequest): Promise<readonly string[]> {
-  const { requests, invalidMessages } = router.runtime;
-  const address = subjects.lora(worker.id);
-  for await (const item of requests.call(address, request)) {
-    return invalidMessages.check("lora-adapters", loraAdapterListSchema, item, address).names;
-  }
-  throw new ArmatureError("WORKER_UNAVAILABLE", `worker ${worker.id} did not answer the adapter change`, { retryable: true });
 }
 
 /** Resolves once every one of `workers` registered a card that passes `test` (or left), or after `CARD_WAIT_MS`. */
