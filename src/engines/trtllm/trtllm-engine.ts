@@ -40,7 +40,7 @@ const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "
 /**
  * An unmodified `trtllm-serve`, driven on its OpenAI `/v1/completions` with token ids in (`prompt`)
  * and out (`detokenize: false`), its KV cache followed through its ZMQ KV events (the vLLM wire,
- * which TensorRT-LLM's KV cache manager V2 publishes), its load read from `/prometheus/metrics`
+ * which TensorRT-LLM's KV cache manager V2 publishes) or its pull route, its load read from `/prometheus/metrics`
  * where it serves one (`return_perf_metrics`). Its block size is the server's `tokens_per_block`
  * (`GET /server_info`); a `--block-size` that differs stops the start.
  */
