@@ -117,12 +117,21 @@ for (const index of [0, 1]) {
   test(`a prefix another client cached on trtllm-serve ${index} (events ${index === 0 ? "over ZMQ" : "pulled"}) draws armature's requests there, and its cached tokens come back`, async () => {
     const engine = engines[index] as FakeTrtllm;
     const prefix = freshPrompt(3);
+    const worker = await workerOf(server.url, engine);
+    const indexed = async () => {
+      const fleet = (await (await fetch(`${server.url}/v1/fleet`)).json()) as {
+        workers: { id: string; kv: { indexedBlocks: { device?: number } | null } }[];
+      };
+      return fleet.workers.find((w) => w.id === worker)?.kv.indexedBlocks?.device ?? 0;
+    };
+    const before = await indexed();
     await sendDirectly(engine, prefix);
-    await new Promise((r) => setTimeout(r, 200));
+    // The events arrive on their own schedule (the pull route is read every 100 ms): wait for the index.
+    await until("the prefix's blocks indexed", indexed, (now) => now >= before + 3);
     const { data, response } = await client.completions
       .create({ model: MODEL, prompt: [...prefix, 5, 6, 7], max_tokens: 2, temperature: 0 })
       .withResponse();
-    assert.equal(response.headers.get("x-armature-worker"), await workerOf(server.url, engine));
+    assert.equal(response.headers.get("x-armature-worker"), worker);
     assert.equal(response.headers.get("x-armature-overlap-blocks"), "3", "the router knew of the blocks from the events");
     assert.equal(data.usage?.prompt_tokens_details?.cached_tokens, 3 * BLOCK);
   });
