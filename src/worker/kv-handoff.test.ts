@@ -44,6 +44,15 @@ async function call(runtime: Runtime, id: string, req: GenerateRequest): Promise
 const sharedFiles = (host: WorkerHost): string[] =>
   readdirSync(host.transferAgent?.sharedDir ?? "").filter((name) => !name.startsWith("."));
 
+/** Waits until a prefill worker holds no export: the handoff is dropped at once, its file a moment later. */
+const exportsFreed = (host: WorkerHost) =>
+  until(
+    "held handoffs and their files",
+    async () => ({ held: host.heldHandoffs, files: sharedFiles(host) }),
+    (now) => now.held === 0 && now.files.length === 0,
+    5000,
+  );
+
 let runtime: Runtime;
 let reference: number[];
 let aggregated: WorkerHost;
@@ -72,13 +81,8 @@ test("a handoff moves the prompt's KV to the decode worker, which continues as a
     assert.deepEqual(rest.tokens, reference);
     assert.equal(rest.end.prefilledLocally, undefined);
     assert.equal(rest.end.kvTransfer?.bytes, handoff.bytes);
-    // The decode worker's confirmation frees the export, and its file a moment later.
-    await until(
-      "held handoffs and their files",
-      async () => ({ held: prefill.heldHandoffs, files: sharedFiles(prefill) }),
-      (now) => now.held === 0 && now.files.length === 0,
-      5000,
-    );
+    // The decode worker's confirmation frees the export.
+    await exportsFreed(prefill);
     assert.deepEqual(sharedFiles(decode), []);
   } finally {
     await prefill.close(0);
@@ -109,13 +113,7 @@ test("a handoff no decode worker takes expires and is freed", async () => {
     await call(runtime, "p3", request({ maxTokens: 1, disaggregation: { phase: "prefill" } }));
     assert.equal(prefill.heldHandoffs, 1);
     assert.equal(sharedFiles(prefill).length, 1);
-    // The handoff is dropped at once; its file is removed a moment later.
-    await until(
-      "held handoffs and their files",
-      async () => ({ held: prefill.heldHandoffs, files: sharedFiles(prefill) }),
-      (now) => now.held === 0 && now.files.length === 0,
-      5000,
-    );
+    await exportsFreed(prefill);
   } finally {
     await prefill.close(0);
   }

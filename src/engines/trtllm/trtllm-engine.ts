@@ -100,7 +100,7 @@ export async function connectTrtllm(options: TrtllmEngineOptions): Promise<Engin
     healthIntervalMs: options.healthIntervalMs,
     readLoad: metrics === undefined ? undefined : (at) => readTrtllmLoad(at),
   });
-  followTrtllmKvEvents(engine, url, options, blockSize);
+  followTrtllmKvEvents(engine, url, options, blockSize, pulled);
   return engine;
 }
 
@@ -109,9 +109,15 @@ export async function connectTrtllm(options: TrtllmEngineOptions): Promise<Engin
  * V2), read as vLLM's; an `http(s)://` one is its pull route (`POST /kv_cache_events`, every
  * version), read every 100 ms.
  */
-function followTrtllmKvEvents(engine: EngineServerEngine, url: string, options: TrtllmEngineOptions, blockSize: number): void {
+function followTrtllmKvEvents(
+  engine: EngineServerEngine,
+  url: string,
+  options: TrtllmEngineOptions,
+  blockSize: number,
+  pulled: boolean,
+): void {
   const endpoint = options.kvEventsEndpoint;
-  if (endpoint === undefined || !PULL_ROUTE.test(endpoint)) {
+  if (endpoint === undefined || !pulled) {
     engine.followKvEvents(options, blockSize);
     return;
   }
