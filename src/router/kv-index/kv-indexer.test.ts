@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { MockerEngine } from "../../engines/index.js";
 import { silentLogger } from "../../observability/index.js";
 import { hashBlocks, type KvEventBatch, subjects } from "../../protocol/index.js";
+import { waitFor } from "../../runtime/contracts/wait-for.js";
 import { createEmbeddedRuntime, VirtualClock } from "../../runtime/index.js";
 import { WorkerHost } from "../../worker/index.js";
 import { KvIndexer } from "./kv-indexer.js";
@@ -20,7 +21,6 @@ async function drive(runtime: ReturnType<typeof createEmbeddedRuntime>, workerId
   })) {
     /* drain */
   }
-  await new Promise((r) => setTimeout(r, 20));
 }
 
 /** Worker `w1` on a mocker with 16-token blocks. */
@@ -38,15 +38,19 @@ test("a mocker worker's events make the index find its cached prefix; leaving di
   const runtime = createEmbeddedRuntime();
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
   const worker = await mockerWorker(runtime);
-  await drive(runtime, "w1", tokens);
-  const query = hashBlocks(tokens, 16).local;
-  assert.equal(indexer.findMatches(query).scores.get("w1"), 12, "199 computed prompt tokens = 12 full blocks");
-  assert.equal(indexer.applied.get("kv-block-stored:ok"), 12);
-  await worker.close(100);
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(indexer.findMatches(query).scores.size, 0);
-  indexer.close();
-  await runtime.close();
+  try {
+    await drive(runtime, "w1", tokens);
+    const query = hashBlocks(tokens, 16).local;
+    await waitFor(() => indexer.findMatches(query).scores.has("w1"));
+    assert.equal(indexer.findMatches(query).scores.get("w1"), 12, "199 computed prompt tokens = 12 full blocks");
+    assert.equal(indexer.applied.get("kv-block-stored:ok"), 12);
+    await worker.close(100);
+    await waitFor(() => indexer.findMatches(query).scores.size === 0);
+  } finally {
+    await worker.close(100);
+    indexer.close();
+    await runtime.close();
+  }
 });
 
 test("a worker with another block size is ignored and counted", async () => {
@@ -59,12 +63,15 @@ test("a worker with another block size is ignored and counted", async () => {
     modelName: "m",
     logger: silentLogger,
   });
-  await drive(runtime, "w1", tokens);
-  assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.size, 0);
-  assert.ok((indexer.applied.get("kv-block-stored:block_size_mismatch") ?? 0) > 0);
-  await worker.close(100);
-  indexer.close();
-  await runtime.close();
+  try {
+    await drive(runtime, "w1", tokens);
+    await waitFor(() => (indexer.applied.get("kv-block-stored:block_size_mismatch") ?? 0) > 0);
+    assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.size, 0);
+  } finally {
+    await worker.close(100);
+    indexer.close();
+    await runtime.close();
+  }
 });
 
 async function lossyIndexer(recentEvents: number, dropEventIds: number[]) {
@@ -86,54 +93,34 @@ async function lossyIndexer(recentEvents: number, dropEventIds: number[]) {
 
 test("a lost batch is fetched again from the worker's ring buffer", async () => {
   const { runtime, indexer, worker } = await lossyIndexer(1024, [2]);
-  await drive(runtime, "w1", tokens);
-  await drive(
-    runtime,
-    "w1",
-    tokens.map((t) => t + 1),
-  );
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(indexer.recoveries.started, 1);
-  assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "the lost block is back");
-  assert.equal(
-    indexer
-      .findMatches(
-        hashBlocks(
-          tokens.map((t) => t + 1),
-          16,
-        ).local,
-      )
-      .scores.get("w1"),
-    12,
-  );
-  await worker.close(100);
-  await runtime.close();
+  const next = tokens.map((t) => t + 1);
+  try {
+    await drive(runtime, "w1", tokens);
+    await drive(runtime, "w1", next);
+    await waitFor(() => indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1") === 12);
+    assert.equal(indexer.recoveries.started, 1);
+    assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "the lost block is back");
+  } finally {
+    await worker.close(100);
+    indexer.close();
+    await runtime.close();
+  }
 });
 
 test("when the ring buffer no longer has them, the worker's dump replaces what the index knew", async () => {
   const { runtime, indexer, worker, engine } = await lossyIndexer(1, [3, 4, 5]);
-  await drive(runtime, "w1", tokens);
-  await drive(
-    runtime,
-    "w1",
-    tokens.map((t) => t + 1),
-  );
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(indexer.recoveries.started, 1);
-  assert.equal(indexer.tree.blockCount("w1"), engine.dumpKvEvents().length);
-  assert.equal(
-    indexer
-      .findMatches(
-        hashBlocks(
-          tokens.map((t) => t + 1),
-          16,
-        ).local,
-      )
-      .scores.get("w1"),
-    12,
-  );
-  await worker.close(100);
-  await runtime.close();
+  const next = tokens.map((t) => t + 1);
+  try {
+    await drive(runtime, "w1", tokens);
+    await drive(runtime, "w1", next);
+    await waitFor(() => indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1") === 12);
+    assert.equal(indexer.recoveries.started, 1);
+    assert.equal(indexer.tree.blockCount("w1"), engine.dumpKvEvents().length);
+  } finally {
+    await worker.close(100);
+    indexer.close();
+    await runtime.close();
+  }
 });
 
 test("a busy worker whose KV events stop arriving is reported once, loudly", async () => {
@@ -233,7 +220,7 @@ test("a malformed KV event batch after a gap is dropped and counted, and recover
     assert.equal(indexer.recoveries.started, 0, "a dropped batch leaves no gap to recover");
     // A valid batch after the gap still recovers from the worker.
     await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 3, events: [] });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => indexer.findMatches(local).scores.has("w1"));
     assert.equal(indexer.recoveries.started, 1);
     assert.equal(indexer.findMatches(local).scores.get("w1"), 2, "the dump's blocks were applied");
     assert.deepEqual(rejections, []);
@@ -255,7 +242,7 @@ test("a malformed recovery answer fails that recovery cleanly and is counted", a
   });
   try {
     await runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId: 4, events: [] });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => indexer.recoveries.failed > 0);
     assert.deepEqual(rejections, []);
     assert.deepEqual(indexer.recoveries, { started: 1, failed: 1 });
     assert.equal(runtime.invalidMessages.counts.get("kv-events-dump"), 1);
@@ -309,17 +296,23 @@ test("a worker that announced blocks before the index listened is asked for them
   // As after a restart: the worker's disk tier announced its blocks while the router was starting.
   const runtime = createEmbeddedRuntime();
   const worker = await mockerWorker(runtime);
-  await drive(runtime, "w1", tokens);
-  const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "no later batch was needed");
-  assert.equal(indexer.recoveries.started, 0, "a first catch-up is not a recovery of lost events");
-  // Its next batch follows on from what the catch-up gave: applied, no gap, no recovery.
-  const next = tokens.map((t) => t + 1);
-  await drive(runtime, "w1", next);
-  assert.equal(indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1"), 12);
-  assert.equal(indexer.recoveries.started, 0);
-  indexer.close();
-  await worker.close(100);
-  await runtime.close();
+  let indexer: KvIndexer | undefined;
+  try {
+    await drive(runtime, "w1", tokens);
+    const index = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
+    indexer = index;
+    await waitFor(() => index.findMatches(hashBlocks(tokens, 16).local).scores.has("w1"));
+    assert.equal(index.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "no later batch was needed");
+    assert.equal(index.recoveries.started, 0, "a first catch-up is not a recovery of lost events");
+    // Its next batch follows on from what the catch-up gave: applied, no gap, no recovery.
+    const next = tokens.map((t) => t + 1);
+    await drive(runtime, "w1", next);
+    await waitFor(() => index.findMatches(hashBlocks(next, 16).local).scores.has("w1"));
+    assert.equal(index.findMatches(hashBlocks(next, 16).local).scores.get("w1"), 12);
+    assert.equal(index.recoveries.started, 0);
+  } finally {
+    indexer?.close();
+    await worker.close(100);
+    await runtime.close();
+  }
 });
