@@ -95,7 +95,8 @@ export interface ServeOptions {
   readonly discoverySecurity: DiscoverySecurityOptions;
   /** Over NATS: a call whose worker makes no progress for this long fails retryably (default 60 s). */
   readonly progressTimeoutMs: number | undefined;
-  readonly sequences: number;
+  /** `--sequences`: concurrent sequences per worker (llamacpp default 4, mocker 256); undefined: the engine's default. */
+  readonly sequences: number | undefined;
   /** llama.cpp hardware flags (`--threads`, `--gpu`, …); undefined: each one's default. */
   readonly llama: LlamaHardwareOptions;
   /** Tokens per sequence; absent: each engine's default (llamacpp 2048, mocker 32768). */
@@ -335,7 +336,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       tlsCertFile: str("discovery-tls-cert"),
       tlsKeyFile: str("discovery-tls-key"),
     },
-    sequences: num("sequences", true, 1) ?? 4,
+    sequences: num("sequences", true, 1),
     llama: {
       threads: num("threads", true, 1),
       gpu: str("gpu") as GpuChoice | undefined,

@@ -124,6 +124,14 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
     for (const [argv, message] of [
       [["--engine", "mocker", "--threads", "4"], /--threads is for --engine llamacpp; the mocker runs no llama\.cpp/],
       [
+        ["--engine", "vllm", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--threads", "4"],
+        /--threads is for --engine llamacpp; vllm takes its own on its command line/,
+      ],
+      [
+        ["--engine", "sglang", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--sequences", "8"],
+        /--sequences is for --engine llamacpp and mocker; sglang takes its own on its command line/,
+      ],
+      [
         ["--engine", "mocker", "--engine-url", "http://127.0.0.1:9"],
         /--engine-url is for the engine servers \(--engine llama-server, vllm, sglang or trtllm\); --engine mocker runs its model in this process/,
       ],
@@ -136,6 +144,21 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
     }
     assert.equal((await runtime.discovery.list()).length, 0, "no worker registered");
   } finally {
+    await runtime.close();
+  }
+});
+
+test("--sequences sizes the mocker's batch as it sizes llama.cpp's; without it the mocker runs 256", async () => {
+  const runtime = createEmbeddedRuntime();
+  const started = [
+    await startWorkers(resolveServeOptions(["--engine", "mocker", "--sequences", "3"], {}), runtime, silentLogger),
+    await startWorkers(resolveServeOptions(["--engine", "mocker", "--model-name", "other"], {}), runtime, silentLogger),
+  ];
+  try {
+    const cards = new Map((await runtime.discovery.list()).map((entry) => [entry.model, entry.card?.maxSequences]));
+    assert.deepEqual([cards.get("armature-mocker"), cards.get("other")], [3, 256]);
+  } finally {
+    await Promise.all(started.flatMap((s) => s.workers).map((w) => w.close(0)));
     await runtime.close();
   }
 });

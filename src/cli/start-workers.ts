@@ -67,6 +67,7 @@ export async function startWorkers(
   logger: Logger,
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
+  refuseLlamaFlags(options);
   if (isEngineServer(options.engine)) return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
   // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
@@ -102,7 +103,6 @@ export async function startWorkers(
   const workers: WorkerHost[] = [];
   const tracing = await createTracing({ endpoint: options.otlpEndpoint, serviceName: "armature-worker", logger });
   const tiers = await openKvTiers(options, runtime);
-  refuseLlamaFlags(options);
   // The engines this process may run side by side share its cores (the default --threads).
   const workersInProcess = Math.max(workerRoles(options).length, options.planner?.maxWorkers ?? 0) * models.length;
   let started = 0;
@@ -113,7 +113,7 @@ export async function startWorkers(
     const engine: Engine = modelPath
       ? await LlamaCppEngine.create({
           modelPath,
-          sequences: options.sequences,
+          sequences: options.sequences ?? 4,
           contextSizePerSequence: options.contextSize ?? 2048,
           ...llamaHardware(options.llama),
           workersInProcess,
@@ -124,6 +124,7 @@ export async function startWorkers(
         })
       : new MockerEngine({
           speedupRatio: options.speedupRatio,
+          ...(options.sequences ? { maxSequences: options.sequences } : {}),
           ...(options.contextSize ? { contextLength: options.contextSize } : {}),
           ...(timing ? { timing } : {}),
           ...(options.blockSize ? { blockSize: options.blockSize } : {}),
@@ -202,6 +203,12 @@ function refuseSidecarFlags(options: ServeOptions): void {
 
 function refuseLlamaFlags(options: ServeOptions): void {
   if (options.engine === "llamacpp") return;
+  if (options.sequences !== undefined && isEngineServer(options.engine)) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--sequences is for --engine llamacpp and mocker; ${options.engine} takes its own on its command line`,
+    );
+  }
   const flags: Record<keyof LlamaHardwareOptions, string> = {
     threads: "threads",
     gpu: "gpu",
