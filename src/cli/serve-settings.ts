@@ -251,7 +251,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_ROUTER_QUEUE_SIZE",
     help: "requests that may wait while every worker is busy; more get 503 (default 1024)",
   },
-  sequences: { type: "integer", env: "ARMATURE_SEQUENCES", help: "concurrent sequences per worker: llamacpp (default 4) and mocker (default 256); an engine server sets its own" },
+  sequences: {
+    type: "integer",
+    env: "ARMATURE_SEQUENCES",
+    help: "concurrent sequences per worker: llamacpp (default 4) and mocker (default 256); an engine server sets its own",
+  },
   threads: {
     type: "integer",
     env: "ARMATURE_THREADS",
