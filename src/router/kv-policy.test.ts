@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { silentLogger } from "../observability/index.js";
-import { chainBlockHash, localBlockHash, type ModelCard, type StorageTier } from "../protocol/index.js";
+import { chainBlockHash, hashBlocks, localBlockHash, type ModelCard, type StorageTier } from "../protocol/index.js";
 import { createEmbeddedRuntime } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { KvIndexer } from "./kv-index/kv-indexer.js";
@@ -177,4 +177,26 @@ test("blocks on the shared external tier count for every worker, at the saving e
   // Measured slower than recomputing (1e5 B/s: 1 − 10 < 0, clamped to 0): b saves nothing, cost 5 + 5 = 10.
   assert.equal(policy.select([plain, measured("b", 1e5)], request).id, "c");
   await close();
+});
+
+test("each model's prompts are hashed at the block size its workers use, as the index tells it", async () => {
+  const runtime = createEmbeddedRuntime();
+  const activeLoad = new ActiveLoad({ routerId: "r", clock: runtime.clock });
+  const asked: number[] = [];
+  // An index that holds 2 blocks of 8 tokens on worker "a" for model "wide" and knows no other size.
+  const wideHashes = hashBlocks(tokens(20), 8).local;
+  const indexer = {
+    blockSizeOf: (model: string) => (model === "wide" ? 8 : undefined),
+    findMatches(hashes: readonly bigint[]) {
+      asked.push(hashes.length);
+      const held = hashes[0] === wideHashes[0] && hashes[1] === wideHashes[1];
+      return { scores: new Map(held ? [["a", 2]] : []), treeSizes: new Map<string, number>() };
+    },
+  };
+  const policy = kvPolicy({ indexer, blockSize: BS, random: () => 0.99, activeLoad });
+  assert.equal(policy.select([view("b"), view("a")], { model: "wide", tokenIds: tokens(20) }).id, "a");
+  assert.equal(policy.select([view("b"), view("a")], { model: "m", tokenIds: tokens(20) }).id, "a", "no match: at random (0.99)");
+  assert.equal(policy.overlapBlocks?.("a", { model: "m", tokenIds: tokens(20) }), 0);
+  assert.deepEqual(asked, [2, 5], "20 tokens: 2 blocks of 8 for wide, 5 of 4 (the policy's own) for m");
+  await runtime.close();
 });

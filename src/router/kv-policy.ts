@@ -8,6 +8,8 @@ import type { RouteRequest, WorkerView } from "./worker-view.js";
 /** What the KV policy needs of an index: matches, and (approximate mode) to hear its own decisions. */
 export interface KvIndexView {
   findMatches(localHashes: readonly bigint[]): OverlapScores;
+  /** The block size a model's workers hash with, when the index knows it (else the policy's own). */
+  blockSizeOf?(model: string): number | undefined;
   recordDecision?(workerId: string, tokenIds: readonly number[], lora?: string): void;
 }
 
@@ -15,6 +17,7 @@ export interface KvPolicyOptions {
   readonly indexer: KvIndexView;
   /** The load every router replica has booked on each worker (the router books, the policy reads). */
   readonly activeLoad: ActiveLoad;
+  /** Block size of a model whose size the index does not know. */
   readonly blockSize: number;
   /** Weight of prefill work against decode load. Default 1 (Dynamo's default). */
   readonly overlapWeight?: number;
@@ -45,13 +48,13 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   const lowerTierWeight = options.lowerTierWeight ?? 0.8;
   const temperature = options.temperature ?? 0;
   const random = options.random ?? Math.random;
-  const bs = options.blockSize;
   const overlapOf = new WeakMap<RouteRequest, Map<string, number>>();
 
   return {
     name: "kv",
     select(candidates, request) {
       const t0 = performance.now();
+      const bs = options.indexer.blockSizeOf?.(request.model) ?? options.blockSize;
       const hashes = hashBlocks(request.tokenIds, bs, request.lora).local;
       const t1 = performance.now();
       const matches = options.indexer.findMatches(hashes);

@@ -35,6 +35,7 @@ export interface PrefillStageOptions {
   readonly maxTransferMs?: number | undefined;
   /** The KV index, to tell how much of a prompt the prefill workers already cache. */
   readonly index?: KvIndexView | undefined;
+  /** Block size of a model whose size the index does not know. */
   readonly blockSize?: number;
   readonly onOutcome?: (outcome: PrefillOutcome) => void;
   /** Hears why a prefill failed (the request is then prefilled on its decode worker). */
@@ -115,10 +116,16 @@ export class PrefillStage {
    * or on the external tier its model's workers share. It may be stale; the decode worker checks.
    */
   #heldBy(workerId: string | undefined, request: GenerateRequest): number {
-    const { index, blockSize } = this.#o;
+    const { index } = this.#o;
+    const blockSize = this.#blockSizeOf(request.model);
     if (workerId === undefined || !index || !blockSize) return 0;
     const { scores, lowerTierScores, sharedBlocks = 0 } = index.findMatches(hashBlocks(request.tokenIds, blockSize).local);
     return Math.max(scores.get(workerId) ?? 0, lowerTierScores?.get(workerId) ?? 0, sharedBlocks) * blockSize;
+  }
+
+  /** The block size the model's workers hash with (the index knows it), else the stage's. */
+  #blockSizeOf(model: string): number | undefined {
+    return this.#o.index?.blockSizeOf?.(model) ?? this.#o.blockSize;
   }
 
   async #localReason(request: GenerateRequest, decodeHeld: () => Promise<number>): Promise<PrefillOutcome | undefined> {
@@ -130,11 +137,12 @@ export class PrefillStage {
     const threshold = this.#o.thresholdTokens ?? 0;
     if (threshold > 0) {
       let cachedBlocks = 0;
-      if (this.#o.index && this.#o.blockSize) {
-        const { scores } = this.#o.index.findMatches(hashBlocks(request.tokenIds, this.#o.blockSize).local);
+      const blockSize = this.#blockSizeOf(request.model);
+      if (this.#o.index && blockSize) {
+        const { scores } = this.#o.index.findMatches(hashBlocks(request.tokenIds, blockSize).local);
         for (const w of prefillWorkers) cachedBlocks = Math.max(cachedBlocks, scores.get(w.id) ?? 0);
       }
-      const uncached = request.tokenIds.length - cachedBlocks * (this.#o.blockSize ?? 0);
+      const uncached = request.tokenIds.length - cachedBlocks * (blockSize ?? 0);
       if (uncached < threshold) return "local_short_prompt";
     }
     if (this.#o.maxTransferMs !== undefined) {

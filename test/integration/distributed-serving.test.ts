@@ -93,11 +93,12 @@ test("a worker killed with SIGKILL mid-stream: the stream moves to another worke
   }
 });
 
-test("workers of two models share one frontend; a model whose last worker leaves is model_not_found until one registers again", async () => {
+test("workers of two models share one frontend, each model routed on its own block size; a model whose last worker leaves is model_not_found until one registers again", async () => {
   const cluster = [...servers.flags, "--engine", "mocker", "--speedup-ratio", "100"];
   const alpha = await startArmature(["worker", ...cluster, "--model-name", "alpha"]);
-  let beta = await startArmature(["worker", ...cluster, "--model-name", "beta"]);
+  // The frontend starts on alpha's card alone (16-token blocks); beta comes later with 32.
   const frontend = await startArmature(["frontend", ...servers.flags, "--port", "0"]);
+  let beta = await startArmature(["worker", ...cluster, "--model-name", "beta", "--block-size", "32"]);
   const client = new OpenAI({ baseURL: `${frontend.url}/v1`, apiKey: "unused", maxRetries: 0 });
   const models = async (): Promise<string[]> => (await client.models.list()).data.map((m) => m.id).sort();
   const until = async (want: string[]): Promise<void> => {
@@ -110,6 +111,16 @@ test("workers of two models share one frontend; a model whose last worker leaves
   try {
     await until(["alpha", "beta"]);
     assert.equal((await ask("beta")).model, "beta");
+    // beta's 32-token blocks reach the KV index although the frontend met alpha's 16-token ones first.
+    const long = await client.completions.create({ model: "beta", prompt: "hello world ".repeat(20), max_tokens: 2 });
+    assert.equal(long.usage?.prompt_tokens, 240);
+    type Fleet = { workers: { model: string; kv: { blockSize: number; indexedBlocks: { device?: number } | null } }[] };
+    const betaKv = async () =>
+      ((await (await fetch(`${frontend.url}/v1/fleet`)).json()) as Fleet).workers.find((w) => w.model === "beta")?.kv;
+    const deadline = Date.now() + 10_000;
+    while (((await betaKv())?.indexedBlocks?.device ?? 0) === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await betaKv(), { ...(await betaKv()), blockSize: 32, indexedBlocks: { device: 7 } });
     assert.equal(await beta.stop("SIGTERM"), 0);
     await until(["alpha"]);
     await assert.rejects(

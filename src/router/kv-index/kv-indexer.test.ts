@@ -53,22 +53,36 @@ test("a mocker worker's events make the index find its cached prefix; leaving di
   }
 });
 
-test("a worker with another block size is ignored and counted", async () => {
+test("each model is indexed at its workers' block size; a worker of the model at another size is ignored and counted", async () => {
   const runtime = createEmbeddedRuntime();
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: 16 });
-  const worker = await WorkerHost.create({
-    runtime,
-    id: "w1",
-    engine: new MockerEngine({ blockSize: 32, speedupRatio: 1000 }),
-    modelName: "m",
-    logger: silentLogger,
-  });
+  const worker = (id: string, modelName: string, blockSize: number) =>
+    WorkerHost.create({
+      runtime,
+      id,
+      engine: new MockerEngine({ blockSize, speedupRatio: 1000 }),
+      modelName,
+      logger: silentLogger,
+    });
+  const workers = [await worker("w1", "m", 16), await worker("w2", "m", 32), await worker("w3", "n", 32)];
   try {
-    await drive(runtime, "w1", tokens);
+    await waitFor(() => indexer.blockSizeOf("n") !== undefined);
+    assert.deepEqual([indexer.blockSizeOf("m"), indexer.blockSizeOf("n"), indexer.blockSizeOf("x")], [16, 32, undefined]);
+    await drive(runtime, "w3", tokens);
+    await waitFor(() => indexer.findMatches(hashBlocks(tokens, 32).local).scores.has("w3"));
+    assert.equal(indexer.findMatches(hashBlocks(tokens, 32).local).scores.get("w3"), 6, "199 computed tokens = 6 blocks of 32");
+    await drive(runtime, "w2", tokens);
     await waitFor(() => (indexer.applied.get("kv-block-stored:block_size_mismatch") ?? 0) > 0);
-    assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.size, 0);
+    assert.equal(indexer.findMatches(hashBlocks(tokens, 32).local).scores.has("w2"), false, "m hashes with 16, w2 stores 32");
+    // The model's last worker gone, it may come back at another size.
+    await (workers[0] as WorkerHost).close(100);
+    await (workers[1] as WorkerHost).close(100);
+    await waitFor(() => indexer.blockSizeOf("m") === undefined);
+    workers.push(await worker("w4", "m", 64));
+    await waitFor(() => indexer.blockSizeOf("m") !== undefined);
+    assert.equal(indexer.blockSizeOf("m"), 64);
   } finally {
-    await worker.close(100);
+    await Promise.all(workers.map((w) => w.close(100)));
     indexer.close();
     await runtime.close();
   }

@@ -19,7 +19,11 @@ export interface KvIndexerOptions {
   /** Where events and worker departures come from; absent when the caller applies events itself (replay). */
   readonly runtime?: Runtime;
   readonly logger: Logger;
-  /** Block size the router hashes with; events of another size are refused loudly. */
+  /**
+   * Block size for a worker discovery has not shown (a replay applying events itself). Each model's
+   * size is its workers' (their cards'): the first worker of a model sets it, and the events of a
+   * later worker of that model with another size are refused loudly.
+   */
   readonly blockSize: number;
   /**
    * Asks a worker for the batches from an event id on (or a dump of its cache). Default, with a
@@ -53,6 +57,9 @@ export class KvIndexer {
   readonly #log: Logger;
   readonly #blockSize: number;
   readonly #warnedSizes = new Set<string>();
+  /** Each live worker's model, and each model's block size with the workers that hold it. */
+  readonly #modelOf = new Map<string, string>();
+  readonly #models = new Map<string, { readonly blockSize: number; readonly workers: Set<string> }>();
   readonly #recover: RecoveryRequester | undefined;
   readonly #invalid: InvalidMessages;
   /** The runtime's clock (virtual in a replay), for when events were heard. */
@@ -102,8 +109,10 @@ export class KvIndexer {
           if (event.type === "instance-removed") {
             this.removeWorker(event.instanceId);
             this.#reserveFor(event.instanceId, 0);
+            this.#forgetModelOf(event.instanceId);
           } else {
             this.#reserveFor(event.instance.id, event.instance.card.totalKvBlocks);
+            this.#learnModelOf(event.instance.id, event.instance.model, event.instance.card.blockSize);
             // With kept events (JetStream) the log has what it announced; nothing to ask.
             if (!runtime.kvEventLog) this.#askNewWorker(event.instance.id, event.instance.card.publishesKvEvents === true);
           }
@@ -256,6 +265,36 @@ export class KvIndexer {
     this.tree.reserve(Math.min(this.#capacity, 1 << 20));
   }
 
+  /** The block size the model's workers hash with (its first live worker's card), if one is known. */
+  blockSizeOf(model: string): number | undefined {
+    return this.#models.get(model)?.blockSize;
+  }
+
+  #learnModelOf(workerId: string, model: string, blockSize: number): void {
+    if (this.#modelOf.get(workerId) === model) return;
+    this.#forgetModelOf(workerId);
+    this.#modelOf.set(workerId, model);
+    const known = this.#models.get(model);
+    if (!known) this.#models.set(model, { blockSize, workers: new Set([workerId]) });
+    else known.workers.add(workerId);
+  }
+
+  #forgetModelOf(workerId: string): void {
+    const model = this.#modelOf.get(workerId);
+    if (model === undefined) return;
+    this.#modelOf.delete(workerId);
+    const known = this.#models.get(model);
+    known?.workers.delete(workerId);
+    // The model's last worker gone: one that comes back may hash with another size.
+    if (known?.workers.size === 0) this.#models.delete(model);
+  }
+
+  /** The size a worker's stored blocks must have: its model's, else the router's. */
+  #expectedBlockSize(workerId: string): number {
+    const model = this.#modelOf.get(workerId);
+    return (model !== undefined ? this.#models.get(model)?.blockSize : undefined) ?? this.#blockSize;
+  }
+
   /** KV blocks of the workers discovery lists now: what the index's tables are sized for. */
   get fleetCapacity(): number {
     return this.#capacity;
@@ -294,18 +333,20 @@ export class KvIndexer {
 
   #applyOne(workerId: string, event: KvEvent): ApplyStatus | "block_size_mismatch" {
     switch (event.type) {
-      case "kv-block-stored":
-        if (event.blockSize !== this.#blockSize) {
+      case "kv-block-stored": {
+        const expected = this.#expectedBlockSize(workerId);
+        if (event.blockSize !== expected) {
           if (!this.#warnedSizes.has(workerId)) {
             this.#warnedSizes.add(workerId);
             this.#log.error(
-              { workerId, workerBlockSize: event.blockSize, routerBlockSize: this.#blockSize },
-              "worker KV block size differs from the router's; its events are ignored. Start every worker of a model with the same --block-size",
+              { workerId, model: this.#modelOf.get(workerId), workerBlockSize: event.blockSize, routerBlockSize: expected },
+              "worker KV block size differs from the one its model's other workers (or the router) hash with; its events are ignored. Start every worker of a model with the same --block-size",
             );
           }
           return "block_size_mismatch";
         }
         return this.tree.applyStored(this.#tiers.holder(workerId, event.storageTier), event);
+      }
       case "kv-block-removed":
         return this.tree.applyRemoved(this.#tiers.holder(workerId, event.storageTier), event.blockHashes);
       case "kv-cache-cleared":
