@@ -26,7 +26,7 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
        [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--priority-reserve F]
-       [--router-queue-size N]
+       [--router-queue-size N] [--scheduling-policy fcfs|priority]
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--scale-to-zero-after S] [--max-workers N] [--planner-interval S]
@@ -56,6 +56,7 @@ export async function replayCommand(
       "speedup-ratio": { type: "string", default: "1" },
       "block-size": { type: "string", default: "64" },
       "kv-blocks": { type: "string", default: "16384" },
+      "scheduling-policy": { type: "string" },
       "trace-block-size": { type: "string", default: "512" },
       "timing-profile": { type: "string" },
       seed: { type: "string", default: "1" },
@@ -152,6 +153,9 @@ export async function replayCommand(
   if (priorityReserve !== undefined && priorityReserve >= 1)
     throw new ArmatureError("CONFIG_INVALID", `--priority-reserve must be below 1, got ${priorityReserve}`);
   const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
+  const schedulingPolicy = values["scheduling-policy"];
+  if (schedulingPolicy !== undefined && schedulingPolicy !== "fcfs" && schedulingPolicy !== "priority")
+    throw new ArmatureError("CONFIG_INVALID", `--scheduling-policy must be fcfs or priority, got '${schedulingPolicy}'`);
   const busy = {
     ...(busyDecodeBlocks !== undefined ? { activeDecodeBlocks: busyDecodeBlocks } : {}),
     ...(busyPrefillFrac !== undefined ? { activePrefillTokensFrac: busyPrefillFrac } : {}),
@@ -181,6 +185,7 @@ export async function replayCommand(
       speedup,
       blockSize,
       kvBlocks: number("kv-blocks", values["kv-blocks"], 1),
+      schedulingPolicy,
       hostKvBlocks: number("host-kv-blocks", values["host-kv-blocks"], 0),
       hostGbps: number("host-gbps", values["host-gbps"], Number.MIN_VALUE),
       diskKvBlocks: number("disk-kv-blocks", values["disk-kv-blocks"], 0),

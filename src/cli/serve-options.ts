@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { GpuChoice, KvCacheType } from "../engines/index.js";
+import type { GpuChoice, KvCacheType, SchedulingPolicy } from "../engines/index.js";
 import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
@@ -75,7 +75,10 @@ export interface ServeOptions {
   readonly blockSize: number | undefined;
   /** Absent: `kv` when the workers publish KV events, else round-robin. */
   readonly router: RouterName | undefined;
-  readonly speedupRatio: number;
+  /** `--speedup-ratio` (mocker); undefined: 1. */
+  readonly speedupRatio: number | undefined;
+  /** `--scheduling-policy` (mocker); undefined: fcfs. */
+  readonly schedulingPolicy: SchedulingPolicy | undefined;
   readonly timingProfile: string | undefined;
   readonly busyDecodeBlocks: number | undefined;
   readonly busyPrefillFrac: number | undefined;
@@ -308,7 +311,8 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     frontendProcesses: num("frontend-processes", true, 1) ?? 1,
     blockSize: num("block-size", true, 1),
     router: str("router") as RouterName | undefined,
-    speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE) ?? 1,
+    speedupRatio: num("speedup-ratio", false, Number.MIN_VALUE),
+    schedulingPolicy: str("scheduling-policy") as SchedulingPolicy | undefined,
     timingProfile: str("timing-profile"),
     busyDecodeBlocks: num("busy-decode-blocks", false, 0),
     busyPrefillFrac: num("busy-prefill-frac", false, 0),

@@ -183,6 +183,12 @@ export const serveSettings: Record<string, Setting> = {
     choices: routerNames,
   },
   "speedup-ratio": { type: "number", env: "ARMATURE_SPEEDUP_RATIO", help: "mocker: divide modelled times by this (default 1)" },
+  "scheduling-policy": {
+    type: "string",
+    env: "ARMATURE_SCHEDULING_POLICY",
+    help: "mocker: fcfs (default) or priority (vLLM's --scheduling-policy: waiting requests by priority, the least urgent preempted)",
+    choices: ["fcfs", "priority"],
+  },
   "timing-profile": {
     type: "string",
     env: "ARMATURE_TIMING_PROFILE",

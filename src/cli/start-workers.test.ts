@@ -127,6 +127,11 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
         ["--engine", "vllm", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--threads", "4"],
         /--threads is for --engine llamacpp; vllm takes its own on its command line/,
       ],
+      [["--speedup-ratio", "10"], /--speedup-ratio is for --engine mocker; llama\.cpp runs in real time/],
+      [
+        ["--engine", "vllm", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--scheduling-policy", "priority"],
+        /--scheduling-policy is for --engine mocker; vllm takes its own settings on its command line/,
+      ],
       [
         ["--engine", "sglang", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--sequences", "8"],
         /--sequences is for --engine llamacpp and mocker; sglang takes its own on its command line/,

@@ -68,6 +68,7 @@ export async function startWorkers(
   meter: MetricMeter = new PrometheusMeter(),
 ): Promise<StartedWorkers> {
   refuseLlamaFlags(options);
+  refuseMockerFlags(options);
   if (isEngineServer(options.engine)) return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
   // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
@@ -88,7 +89,7 @@ export async function startWorkers(
     );
   }
   const timing: TimingModel | undefined = options.timingProfile
-    ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio)
+    ? profiledTimingModel(await loadTimingProfile(options.timingProfile), options.speedupRatio ?? 1)
     : undefined;
   const secret = transferSecret(options, runtime);
   // Before any model loads: a transfer port beyond loopback without a secret is refused.
@@ -123,7 +124,8 @@ export async function startWorkers(
           ...(kvbm ? { kvbm: { settings: kvbm, modelName, workerLabel: String(index), meter, logger } } : {}),
         })
       : new MockerEngine({
-          speedupRatio: options.speedupRatio,
+          speedupRatio: options.speedupRatio ?? 1,
+          ...(options.schedulingPolicy ? { schedulingPolicy: options.schedulingPolicy } : {}),
           ...(options.sequences ? { maxSequences: options.sequences } : {}),
           ...(options.contextSize ? { contextLength: options.contextSize } : {}),
           ...(timing ? { timing } : {}),
@@ -197,6 +199,26 @@ function refuseSidecarFlags(options: ServeOptions): void {
     throw new ArmatureError(
       "CONFIG_INVALID",
       `--${given[0]} is for the engine servers (--engine llama-server, vllm, sglang or trtllm); --engine ${options.engine} runs its model in this process`,
+    );
+  }
+}
+
+/** The mocker's modelling flags, given to a real engine: refused by name. */
+function refuseMockerFlags(options: ServeOptions): void {
+  if (options.engine === "mocker") return;
+  const given = (
+    [
+      ["speedup-ratio", options.speedupRatio !== undefined],
+      ["timing-profile", options.timingProfile !== undefined],
+      ["scheduling-policy", options.schedulingPolicy !== undefined],
+    ] as const
+  ).find(([, present]) => present);
+  if (given) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      isEngineServer(options.engine)
+        ? `--${given[0]} is for --engine mocker; ${options.engine} takes its own settings on its command line`
+        : `--${given[0]} is for --engine mocker; llama.cpp runs in real time, first come first served`,
     );
   }
 }

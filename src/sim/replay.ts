@@ -1,4 +1,4 @@
-import { ObjectTier, SeededRandom, type TimingModel } from "../engines/index.js";
+import { ObjectTier, type SchedulingPolicy, SeededRandom, type TimingModel } from "../engines/index.js";
 import type { RunningRequestListener } from "../frontend/index.js";
 import type { MetricMeter } from "../observability/index.js";
 import { type GenerateRequest, subjects, type WorkerRole } from "../protocol/index.js";
@@ -49,6 +49,8 @@ export interface ReplayOptions {
   readonly blockSize?: number;
   /** KV capacity per worker, in blocks. Default 16384. */
   readonly kvBlocks?: number;
+  /** How each engine orders what waits and what it preempts (vLLM's `--scheduling-policy`). Default fcfs. */
+  readonly schedulingPolicy?: SchedulingPolicy | undefined;
   /** Host-tier (pinned host memory) capacity per worker, in blocks. Default 0: no host tier. */
   readonly hostKvBlocks?: number;
   /** Host-to-device bandwidth that onboards host-tier blocks, GB/s. Default 25. */
@@ -313,5 +315,6 @@ function engineOptions(options: ReplayOptions, blockSize: number) {
     ...(options.diskGbps !== undefined ? { diskGbps: options.diskGbps } : {}),
     ...(objectTier ? { objectTier } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
+    ...(options.schedulingPolicy ? { schedulingPolicy: options.schedulingPolicy } : {}),
   };
 }

@@ -27,11 +27,17 @@ export class MockSequence {
   /** Local and sequence hashes of the prompt's full blocks, computed once. */
   #promptHashes: { local: bigint[]; sequence: bigint[] } | undefined;
 
-  constructor(requestId: string, promptTokens: readonly number[], maxTokens: number) {
+  /** vLLM's `priority` (lower runs earlier under the priority policy); 0 when the request gave none. */
+  readonly priority: number;
+  /** Order of arrival at the engine (ties of priority go to the earlier). */
+  arrival = 0;
+
+  constructor(requestId: string, promptTokens: readonly number[], maxTokens: number, priority = 0) {
     this.requestId = requestId;
     this.tokens = [...promptTokens];
     this.promptLength = promptTokens.length;
     this.maxTokens = maxTokens;
+    this.priority = priority;
   }
 
   /** Tokens still to compute before the next token can be sampled (1 while decoding). */

@@ -22,10 +22,11 @@ async function run(
   clock: VirtualClock,
   req: GenerateRequest,
   signal = new AbortController().signal,
-): Promise<{ tokens: number[]; end: RequestEnd; firstTokenAt: number }> {
+): Promise<{ tokens: number[]; end: RequestEnd; firstTokenAt: number; endAt: number }> {
   const tokens: number[] = [];
   let end: GenerateResponse | undefined;
   let firstTokenAt = -1;
+  let endAt = -1;
   const consume = (async () => {
     for await (const item of engine.generate(req, { signal })) {
       if (item.type === "token-delta") {
@@ -34,12 +35,13 @@ async function run(
       }
       end = item;
     }
+    endAt = clock.now();
   })();
   consume.catch(() => {}); // awaited below; this only keeps an early failure from counting as unhandled
   await clock.runUntilIdle();
   await consume;
   assert.equal(end?.type, "request-end");
-  return { tokens, end: end as RequestEnd, firstTokenAt };
+  return { tokens, end: end as RequestEnd, firstTokenAt, endAt };
 }
 
 const prompt = (n: number, offset = 0): number[] => Array.from({ length: n }, (_, i) => 65 + ((i + offset) % 26));
@@ -147,6 +149,43 @@ test("KV pressure preempts the newest request, which still completes", async () 
   const { engine, clock } = setup({ kvBlocks: 6 });
   const results = await Promise.all([0, 1].map((i) => run(engine, clock, request(prompt(8, i), 12, `r${i}`))));
   assert.ok(results.every((r) => r.tokens.length === 12 && r.end.finishReason === "length"));
+});
+
+test("the priority policy admits the most urgent waiting request first; fcfs admits the earliest", async () => {
+  // One sequence at a time: a (priority 10) runs; b (10) and then c (0) wait.
+  const order = async (schedulingPolicy: "fcfs" | "priority") => {
+    const { engine, clock } = setup({ maxSequences: 1, schedulingPolicy });
+    const runs = (
+      [
+        ["a", 10],
+        ["b", 10],
+        ["c", 0],
+      ] as const
+    ).map(([id, priority]) => run(engine, clock, { ...request(prompt(8), 3, id), priority }).then((r) => ({ id, ...r })));
+    return (await Promise.all(runs)).sort((x, y) => x.firstTokenAt - y.firstTokenAt).map((r) => r.id);
+  };
+  assert.deepEqual(await order("fcfs"), ["a", "b", "c"]);
+  assert.deepEqual(await order("priority"), ["a", "c", "b"]);
+});
+
+test("under KV pressure the priority policy preempts the least urgent running request, fcfs the newest", async () => {
+  // 6 blocks of 4 tokens; each request grows to 8 + 12 = 20 tokens (5 blocks): both cannot stay.
+  const finishOrder = async (schedulingPolicy: "fcfs" | "priority") => {
+    const { engine, clock } = setup({ kvBlocks: 6, schedulingPolicy });
+    const runs = (
+      [
+        ["older-deferred", 10],
+        ["newer-urgent", 0],
+      ] as const
+    ).map(([id, priority]) =>
+      run(engine, clock, { ...request(prompt(8, priority), 12, id), priority }).then((r) => ({ id, ...r })),
+    );
+    const results = await Promise.all(runs);
+    assert.ok(results.every((r) => r.tokens.length === 12 && r.end.finishReason === "length"));
+    return results.sort((x, y) => x.endAt - y.endAt).map((r) => r.id);
+  };
+  assert.deepEqual(await finishOrder("fcfs"), ["older-deferred", "newer-urgent"]);
+  assert.deepEqual(await finishOrder("priority"), ["newer-urgent", "older-deferred"]);
 });
 
 test("clearing the cache drops unused blocks and emits kv-cache-cleared", async () => {

@@ -25,7 +25,7 @@ import { LOWER_TIERS, type TierCounts } from "./lower-tiers.js";
 import { MockSequence } from "./mock-sequence.js";
 import { MockText } from "./mock-text.js";
 import type { ObjectTier } from "./object-tier.js";
-import { MockScheduler } from "./scheduler.js";
+import { MockScheduler, type SchedulingPolicy } from "./scheduler.js";
 import { modelledKvCosts, onboardingPays } from "./tier-costs.js";
 import { polynomialTimingModel, type TimingModel } from "./timing-model.js";
 
@@ -39,6 +39,8 @@ export interface MockerEngineOptions {
   readonly maxBatchedTokens?: number;
   /** Default 256. */
   readonly maxSequences?: number;
+  /** How the engine orders what waits and what it preempts (vLLM's `--scheduling-policy`). Default `fcfs`. */
+  readonly schedulingPolicy?: SchedulingPolicy;
   /** Default 32768. */
   readonly contextLength?: number;
   /** Divides every modelled duration. Default 1. */
@@ -149,6 +151,7 @@ export class MockerEngine implements Engine {
       onboardMs: (blocks) => LOWER_TIERS.reduce((ms, tier) => ms + (blocks[tier] * blockBytes) / (gbps[tier] * 1e6), 0) / speedup,
       maxBatchedTokens: this.info.maxBatchedTokens,
       maxSequences: this.info.maxSequences,
+      policy: options.schedulingPolicy ?? "fcfs",
       nextToken: (s) => this.#text.tokenAt(s.tokens, s.promptLength, s.generated),
       onProgress: (s, event) => this.#progress(s, event),
     });
@@ -214,7 +217,7 @@ export class MockerEngine implements Engine {
       );
     }
     const maxTokens = Math.max(1, Math.min(request.maxTokens, this.info.contextLength - request.tokenIds.length));
-    const sequence = new MockSequence(request.requestId, request.tokenIds, maxTokens);
+    const sequence = new MockSequence(request.requestId, request.tokenIds, maxTokens, request.priority ?? 0);
     const imported = options.importedKv;
     if (imported?.format === "modelled") {
       // The handoff's bytes take their modelled time to arrive; then the prompt needs no compute.

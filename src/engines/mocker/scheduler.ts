@@ -12,17 +12,25 @@ export interface SchedulerOptions {
   readonly onboardMs?: (blocks: TierCounts) => number;
   readonly maxBatchedTokens: number;
   readonly maxSequences: number;
+  /**
+   * `fcfs` (the default): the waiting queue in arrival order, the newest running sequence preempted.
+   * `priority` (vLLM's `--scheduling-policy priority`): the waiting queue by (priority, arrival), and
+   * the running sequence latest by (priority, arrival) preempted.
+   */
+  readonly policy?: SchedulingPolicy;
   /** Called after each step for every sequence that got a new token or ended. */
   readonly onProgress: (sequence: MockSequence, event: "token" | "finished" | "failed") => void;
   /** Picks the next token of a sequence (deterministic text). */
   readonly nextToken: (sequence: MockSequence) => number;
 }
 
+export type SchedulingPolicy = "fcfs" | "priority";
+
 /**
  * vLLM-v1-like continuous batching: each step spends a token budget on one decode token per
  * running sequence first, then on prefill chunks (running sequences first, then the waiting queue
- * in arrival order). Under KV pressure the newest running sequence is preempted (LIFO) and
- * recomputed later. A step lasts what the timing model says, on the given clock.
+ * in arrival order, or by priority). Under KV pressure the newest (or least urgent) running sequence
+ * is preempted and recomputed later. A step lasts what the timing model says, on the given clock.
  */
 export class MockScheduler {
   readonly #o: SchedulerOptions;
@@ -30,6 +38,7 @@ export class MockScheduler {
   readonly #running: MockSequence[] = [];
   #wake: (() => void) | undefined;
   #stopped = false;
+  #arrivals = 0;
   #loop: Promise<void> | undefined;
 
   constructor(options: SchedulerOptions) {
@@ -45,7 +54,8 @@ export class MockScheduler {
   }
 
   enqueue(sequence: MockSequence): void {
-    this.#waiting.push(sequence);
+    sequence.arrival = this.#arrivals++;
+    this.#wait(sequence);
     this.#loop ??= this.#run();
     this.#wake?.();
   }
@@ -199,12 +209,35 @@ export class MockScheduler {
     this.#o.onProgress(s, "finished");
   }
 
+  /** Puts a sequence in the waiting queue: at the end (fcfs) or at its place by (priority, arrival). */
+  #wait(sequence: MockSequence): void {
+    if (this.#o.policy !== "priority") {
+      this.#waiting.push(sequence);
+      return;
+    }
+    let at = this.#waiting.length;
+    while (at > 0 && later(this.#waiting[at - 1] as MockSequence, sequence)) at--;
+    this.#waiting.splice(at, 0, sequence);
+  }
+
+  /**
+   * Frees a running sequence's blocks for `needing`: the newest (fcfs) or the one latest by
+   * (priority, arrival), back to the waiting queue to be recomputed. False when that is `needing`
+   * itself (it waits for blocks in place).
+   */
   #preemptNewest(needing: MockSequence): boolean {
-    const victim = this.#running.at(-1);
+    const priority = this.#o.policy === "priority";
+    const victim = priority
+      ? this.#running.reduce<MockSequence | undefined>(
+          (worst, s) => (worst === undefined || later(s, worst) ? s : worst),
+          undefined,
+        )
+      : this.#running.at(-1);
     if (victim === undefined || victim === needing) return false;
-    this.#running.pop();
+    this.#running.splice(this.#running.indexOf(victim), 1);
     victim.releaseBlocks(this.#o.blocks);
-    this.#waiting.unshift(victim);
+    if (priority) this.#wait(victim);
+    else this.#waiting.unshift(victim);
     return true;
   }
 
@@ -224,6 +257,11 @@ export class MockScheduler {
       if (at >= 0) list.splice(at, 1);
     }
   }
+}
+
+/** Whether `a` runs after `b` under the priority policy: a larger priority, or the same and a later arrival. */
+function later(a: MockSequence, b: MockSequence): boolean {
+  return a.priority !== b.priority ? a.priority > b.priority : a.arrival > b.arrival;
 }
 
 /**
