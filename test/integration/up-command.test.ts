@@ -22,7 +22,7 @@ function startUp(file: string) {
   return { up, log, exited: once(up, "exit") };
 }
 
-test("armature up starts nats, etcd, workers, a router and a frontend from a cluster file, and Ctrl-C stops them all in order, cleanly", async () => {
+test("armature up starts nats, etcd, workers of two models, a router and a frontend from a cluster file, and Ctrl-C stops them all in order, cleanly", async () => {
   const [natsPort, etcdPort, etcdPeer, httpPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = await mkdtemp(join(tmpdir(), "armature-up-"));
   const file = join(dir, "cluster.yaml");
@@ -39,7 +39,12 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
       "  log-level: warn",
       "workers:",
       "  - engine: mocker",
-      "    count: 2",
+      "    model-name: alpha",
+      "    speedup-ratio: 100",
+      "    log-level: warn",
+      "  - engine: mocker",
+      "    model-name: beta",
+      "    block-size: 32",
       "    speedup-ratio: 100",
       "    log-level: warn",
     ].join("\n"),
@@ -60,8 +65,14 @@ test("armature up starts nats, etcd, workers, a router and a frontend from a clu
       await new Promise((r) => setTimeout(r, 100));
     }
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
-    const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
-    assert.equal(result.choices.length, 1);
+    // Two models, one worker group each, behind one frontend.
+    const models = async () => (await client.models.list()).data.map((m) => m.id).sort();
+    while ((await models()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(await models(), ["alpha", "beta"]);
+    for (const model of ["alpha", "beta"]) {
+      const result = await client.completions.create({ model, prompt: "hi", max_tokens: 3 });
+      assert.deepEqual([result.model, result.choices.length], [model, 1]);
+    }
 
     // Regression: Ctrl-C reached every child at once; etcd went while the workers deregistered,
     // and each worker printed "14 UNAVAILABLE: No connection established … ECONNREFUSED".
@@ -127,8 +138,14 @@ test("armature up with a planner: section: the planner starts the workers, and C
       await new Promise((r) => setTimeout(r, 100));
     }
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
-    const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
-    assert.equal(result.choices.length, 1);
+    // Two models, one worker group each, behind one frontend.
+    const models = async () => (await client.models.list()).data.map((m) => m.id).sort();
+    while ((await models()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(await models(), ["alpha", "beta"]);
+    for (const model of ["alpha", "beta"]) {
+      const result = await client.completions.create({ model, prompt: "hi", max_tokens: 3 });
+      assert.deepEqual([result.model, result.choices.length], [model, 1]);
+    }
 
     const before = log.text.length;
     process.kill(-(up.pid as number), "SIGINT");
