@@ -29,7 +29,9 @@ const pct = (share: number): string => `${(100 * share).toFixed(0)}%`;
 const servers = {
   ceiling: () => spawnServer(["bench/bare-server.ts", String(TOKENS)]),
   streaming: () => spawnServer(["bench/streaming-bare-server.ts"]),
-  armature: () => spawnFastMockerServe(),
+  // Sequences for every stream: the engine is not what is measured (its default 256 would hold
+  // half of 512 streams at the router while the bare servers take them all).
+  armature: () => spawnFastMockerServe(["--sequences", String(Math.max(...levels))]),
 };
 type Kind = keyof typeof servers;
 
