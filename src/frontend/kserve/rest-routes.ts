@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
 import type { AccessDenial } from "../access/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
@@ -6,6 +7,7 @@ import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 import { asObject } from "../requests/field-checks.js";
 import { type GenerationApi, type GenerationRouteDeps, serveGeneration } from "../routes/generation-flow.js";
+import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import { modelMetadata, servedModel, serverMetadata } from "./kserve-metadata.js";
 import { KservePathError, type KserveRoute, parseKservePath } from "./kserve-paths.js";
@@ -99,10 +101,10 @@ function kserveGenerationApi(route: Extract<KserveRoute, { kind: "infer" | "gene
       return request;
     },
     prepare: async (request, pipeline) => ({ tokenIds: await promptTokens(request, pipeline), params: request.params }),
-    respond: (request, generation, { res, headers }) => {
+    respond: (request, generation, { res, headers, log }) => {
       if (route.kind === "infer") return inferResponse(request, generation, res, headers);
       return route.stream
-        ? generateStream(request, generation, res, headers)
+        ? generateStream(request, generation, res, headers, log)
         : generateResponse(request, generation, res, headers);
     },
     errorBody: (http) => ({ error: http.body.error.message }),
@@ -145,25 +147,31 @@ async function generateResponse(
   return result.end;
 }
 
-/** Server-sent events of `GenerateStreamResponse`, the last with the finish reason; no `[DONE]` (neither spec has one). */
-async function generateStream(
+/**
+ * Server-sent events of `GenerateStreamResponse`, the last with the finish reason; no `[DONE]`
+ * (neither spec has one). A failure after the stream began is one `{"error": message}` event, as
+ * the REST errors' shape.
+ */
+function generateStream(
   request: LlmRequest,
   generation: Generation,
   res: ServerResponse,
   headers: Record<string, string>,
+  log: Logger,
 ): Promise<GenerationEnd | undefined> {
-  const sse = new SseWriter(res, headers);
-  for await (const event of generation.events) {
-    if (sse.closed) return undefined;
-    if (event.type === "text") {
-      await sse.send(generateBody(request, event.text, undefined));
-      continue;
-    }
-    await sse.send(generateBody(request, "", event.finishReason));
-    if (!sse.closed) res.end();
-    return event;
-  }
-  return undefined;
+  return streamGeneration(
+    generation,
+    new SseWriter(res, headers),
+    {
+      named: false,
+      doneMarker: false,
+      start: () => [],
+      text: (event) => [generateBody(request, event.text, undefined)],
+      end: (event) => [generateBody(request, "", event.finishReason)],
+      error: (http) => [{ error: http.body.error.message }],
+    },
+    log,
+  );
 }
 
 function generateBody(request: LlmRequest, text: string, finishReason: string | undefined): Record<string, unknown> {

@@ -5,7 +5,6 @@ import { type ChoicePlan, planChoices } from "../choice-plan.js";
 import { sendChoices } from "../choice-responses.js";
 import { type Choices, startChoices } from "../choices.js";
 import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
-import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 import type { ModelPipeline } from "../model-pipelines.js";
 import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
@@ -13,6 +12,7 @@ import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type ReasoningParserName, ReasoningStream, splitReasoning } from "../reasoning/index.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
+import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import { ChatChunkShaper, chatAnswer, planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
 import { type GenerationApi, type GenerationRouteDeps, type PreparedPrompt, serveGeneration } from "./generation-flow.js";
@@ -217,7 +217,6 @@ async function streamResponse(
   toolPlan: ToolCallPlan,
   reasoning: ReasoningParserName | undefined,
 ): Promise<GenerationEnd | undefined> {
-  const sse = new SseWriter(res, headers);
   const chunk = (text: string | null, finish: FinishReason | null): unknown =>
     kind === "chat"
       ? chatFormat.chunk(
@@ -237,33 +236,24 @@ async function streamResponse(
       d.kind === "reasoning" ? [chatFormat.chunk(idn, chatFormat.reasoningDelta(d.text), null, includeUsage)] : content(d.text),
     );
   const pieces = (text: string): unknown[] => (thinking ? split(thinking.push(text)) : content(text));
-  try {
-    if (kind === "chat") await sse.send(chunk(null, null));
-    for await (const event of generation.events) {
-      if (sse.closed) return undefined;
-      if (event.type === "text") {
-        for (const piece of pieces(event.text)) await sse.send(piece);
-        continue;
-      }
-      for (const piece of thinking ? split(thinking.finish()) : []) await sse.send(piece);
-      const held = tools?.end(event.finishReason);
-      for (const piece of held?.chunks ?? []) await sse.send(piece);
-      sse.cork(); // the final chunk, the usage chunk and [DONE] go out together; end() uncorks
-      await sse.send(chunk(null, held?.finishReason ?? event.finishReason));
-      if (includeUsage) {
-        await sse.send(kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage));
-      }
-      await sse.done();
-      return event;
-    }
-    return undefined;
-  } catch (error) {
-    // The client left (logged at info when it did): nothing failed here and no one is listening.
-    if (sse.closed) return undefined;
-    const http = toHttpError(error);
-    log.error({ err: error }, "stream failed after it started");
-    await sse.send({ error: http.body.error });
-    await sse.done();
-    return undefined;
-  }
+  return streamGeneration(
+    generation,
+    new SseWriter(res, headers),
+    {
+      named: false,
+      doneMarker: true,
+      start: () => (kind === "chat" ? [chunk(null, null)] : []),
+      text: (event) => pieces(event.text),
+      end: (event) => {
+        const reasoningLeft = thinking ? split(thinking.finish()) : [];
+        const held = tools?.end(event.finishReason);
+        const usage = includeUsage
+          ? [kind === "chat" ? chatFormat.usageChunk(idn, event.usage) : completionFormat.usageChunk(idn, event.usage)]
+          : [];
+        return [...reasoningLeft, ...(held?.chunks ?? []), chunk(null, held?.finishReason ?? event.finishReason), ...usage];
+      },
+      error: (http) => [{ error: http.body.error }],
+    },
+    log,
+  );
 }

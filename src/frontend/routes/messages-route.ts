@@ -10,6 +10,7 @@ import type { ModelPipeline } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import type { ChatMessage } from "../requests/chat-request.js";
 import { type MessagesRequest, parseCountTokensRequest, parseMessagesRequest } from "../requests/messages-request.js";
+import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import {
   answerWithToolCalls,
@@ -137,36 +138,23 @@ async function streamMessage(
   generation: Generation,
   reply: Reply,
 ): Promise<GenerationEnd | undefined> {
-  const sse = new SseWriter(reply.res, reply.headers);
   const events = new AnthropicEventStream(idn);
   const shaper = toolCallStream(plan);
-  const send = async (batch: readonly { readonly type: string }[]): Promise<void> => {
-    for (const event of batch) await sse.sendEvent(event.type, event);
-  };
   const pieces = (deltas: ReturnType<NonNullable<typeof shaper>["push"]>) =>
     deltas.flatMap((d) => (d.type === "content" ? events.text(d.text) : d.calls.flatMap((c) => events.call(c))));
-  try {
-    await send(events.start(generation.promptTokens, shaper === undefined));
-    for await (const event of generation.events) {
-      if (sse.closed) return undefined;
-      if (event.type === "text") {
-        if (event.text !== "") await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text));
-        continue;
-      }
-      sse.cork(); // the closing events go out together; end() uncorks
-      if (shaper) await send(pieces(shaper.finish()));
-      await send(events.end(event));
-      sse.end();
-      return event;
-    }
-    return undefined;
-  } catch (error) {
-    if (sse.closed) return undefined;
-    reply.log.error({ err: error }, "stream failed after it started");
-    await send([anthropicErrorOf(toHttpError(error), reply.requestId)]);
-    sse.end();
-    return undefined;
-  }
+  return streamGeneration(
+    generation,
+    new SseWriter(reply.res, reply.headers),
+    {
+      named: true,
+      doneMarker: false,
+      start: () => events.start(generation.promptTokens, shaper === undefined),
+      text: (event) => (event.text === "" ? [] : shaper ? pieces(shaper.push(event.text)) : events.text(event.text)),
+      end: (event) => [...(shaper ? pieces(shaper.finish()) : []), ...events.end(event)],
+      error: (http) => [anthropicErrorOf(http, reply.requestId)],
+    },
+    reply.log,
+  );
 }
 
 function errorEvent(body: { readonly type: string }): string {

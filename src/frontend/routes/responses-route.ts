@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ArmatureError } from "../../protocol/index.js";
 import type { Generation, GenerationEnd } from "../generation.js";
-import { toHttpError } from "../http-errors.js";
 import { sendJson } from "../http-io.js";
 import type { TokenLogprobEntry } from "../logprobs-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { parseResponsesRequest, type ResponsesRequest } from "../requests/responses-request.js";
 import { outputItems, type ResponseIdentity, responseObject } from "../responses-format.js";
 import { ResponsesEventStream } from "../responses-stream.js";
+import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import {
   answerWithToolCalls,
@@ -129,41 +129,33 @@ async function streamResponse(
   generation: Generation,
   reply: Reply,
 ): Promise<GenerationEnd | undefined> {
-  const sse = new SseWriter(reply.res, reply.headers);
   const events = new ResponsesEventStream(idn);
   streams.set(reply.res, events);
   const shaper = toolCallStream(plan);
-  const send = async (batch: readonly { readonly type: string }[]): Promise<void> => {
-    for (const event of batch) await sse.sendEvent(event.type, event);
-  };
   const pieces = (deltas: ReturnType<NonNullable<typeof shaper>["push"]>) =>
     deltas.flatMap((d) => (d.type === "content" ? events.text(d.text) : d.calls.flatMap((c) => events.call(c))));
   // Log-probabilities of tokens whose text is still held back go out with the next text.
   let pending: TokenLogprobEntry[] = [];
-  try {
-    await send(events.start());
-    for await (const event of generation.events) {
-      if (sse.closed) return undefined;
-      if (event.type === "text") {
+  return streamGeneration(
+    generation,
+    new SseWriter(reply.res, reply.headers),
+    {
+      named: true,
+      doneMarker: false,
+      start: () => events.start(),
+      text: (event) => {
         if (event.logprobs) pending.push(...event.logprobs);
-        if (event.text === "") continue;
-        await send(shaper ? pieces(shaper.push(event.text)) : events.text(event.text, pending));
+        if (event.text === "") return [];
+        const out = shaper ? pieces(shaper.push(event.text)) : events.text(event.text, pending);
         pending = [];
-        continue;
-      }
-      sse.cork(); // the closing events go out together; end() uncorks
-      if (shaper) await send(pieces(shaper.finish()));
-      else if (pending.length > 0) await send(events.text("", pending));
-      await send(events.end(event));
-      sse.end();
-      return event;
-    }
-    return undefined;
-  } catch (error) {
-    if (sse.closed) return undefined;
-    reply.log.error({ err: error }, "stream failed after it started");
-    await send([events.error(toHttpError(error).body.error)]);
-    sse.end();
-    return undefined;
-  }
+        return out;
+      },
+      end: (event) => [
+        ...(shaper ? pieces(shaper.finish()) : pending.length > 0 ? events.text("", pending) : []),
+        ...events.end(event),
+      ],
+      error: (http) => [events.error(http.body.error)],
+    },
+    reply.log,
+  );
 }
