@@ -138,14 +138,8 @@ test("armature up with a planner: section: the planner starts the workers, and C
       await new Promise((r) => setTimeout(r, 100));
     }
     const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: "unused", maxRetries: 0 });
-    // Two models, one worker group each, behind one frontend.
-    const models = async () => (await client.models.list()).data.map((m) => m.id).sort();
-    while ((await models()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    assert.deepEqual(await models(), ["alpha", "beta"]);
-    for (const model of ["alpha", "beta"]) {
-      const result = await client.completions.create({ model, prompt: "hi", max_tokens: 3 });
-      assert.deepEqual([result.model, result.choices.length], [model, 1]);
-    }
+    const result = await client.completions.create({ model: "armature-mocker", prompt: "hi", max_tokens: 3 });
+    assert.equal(result.choices.length, 1);
 
     const before = log.text.length;
     process.kill(-(up.pid as number), "SIGINT");
