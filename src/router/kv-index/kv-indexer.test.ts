@@ -102,38 +102,43 @@ async function lossyIndexer(recentEvents: number, dropEventIds: number[]) {
   });
   const engine = new MockerEngine({ blockSize: 16, speedupRatio: 1000 });
   const worker = await WorkerHost.create({ runtime, id: "w1", engine, modelName: "m", logger: silentLogger, recentEvents });
-  return { runtime, indexer, worker, engine };
+  const next = tokens.map((t) => t + 1);
+  return {
+    indexer,
+    engine,
+    /** Two prompts through the worker, until the index holds the second (whatever it had to recover). */
+    async driveTwoPrompts() {
+      await drive(runtime, "w1", tokens);
+      await drive(runtime, "w1", next);
+      await waitFor(() => indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1") === 12);
+    },
+    async close() {
+      await worker.close(100);
+      indexer.close();
+      await runtime.close();
+    },
+  };
 }
 
 test("a lost batch is fetched again from the worker's ring buffer", async () => {
-  const { runtime, indexer, worker } = await lossyIndexer(1024, [2]);
-  const next = tokens.map((t) => t + 1);
+  const { indexer, driveTwoPrompts, close } = await lossyIndexer(1024, [2]);
   try {
-    await drive(runtime, "w1", tokens);
-    await drive(runtime, "w1", next);
-    await waitFor(() => indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1") === 12);
+    await driveTwoPrompts();
     assert.equal(indexer.recoveries.started, 1);
     assert.equal(indexer.findMatches(hashBlocks(tokens, 16).local).scores.get("w1"), 12, "the lost block is back");
   } finally {
-    await worker.close(100);
-    indexer.close();
-    await runtime.close();
+    await close();
   }
 });
 
 test("when the ring buffer no longer has them, the worker's dump replaces what the index knew", async () => {
-  const { runtime, indexer, worker, engine } = await lossyIndexer(1, [3, 4, 5]);
-  const next = tokens.map((t) => t + 1);
+  const { indexer, engine, driveTwoPrompts, close } = await lossyIndexer(1, [3, 4, 5]);
   try {
-    await drive(runtime, "w1", tokens);
-    await drive(runtime, "w1", next);
-    await waitFor(() => indexer.findMatches(hashBlocks(next, 16).local).scores.get("w1") === 12);
+    await driveTwoPrompts();
     assert.equal(indexer.recoveries.started, 1);
     assert.equal(indexer.tree.blockCount("w1"), engine.dumpKvEvents().length);
   } finally {
-    await worker.close(100);
-    indexer.close();
-    await runtime.close();
+    await close();
   }
 });
 
