@@ -8,8 +8,9 @@ import { resolveServeOptions } from "./serve-options.js";
 test("defaults match the documentation", () => {
   const o = resolveServeOptions([], {});
   assert.deepEqual(
-    [o.host, o.port, o.engine, o.workers, o.router, o.speedupRatio],
-    ["127.0.0.1", 8000, "llamacpp", 1, undefined, 1],
+    // Engine settings left unset take the engine's own default (the mocker's speed-up 1, fcfs, 256 sequences; llama.cpp's 4).
+    [o.host, o.port, o.engine, o.workers, o.router, o.speedupRatio, o.schedulingPolicy, o.sequences],
+    ["127.0.0.1", 8000, "llamacpp", 1, undefined, undefined, undefined, undefined],
   );
 });
 
