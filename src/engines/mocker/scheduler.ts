@@ -107,7 +107,7 @@ export class MockScheduler {
     for (const s of [...this.#running]) {
       if (s.remaining !== 1 || s.generated === 0 || budget === 0) continue;
       let computed = s.compute(1, blocks) === 1;
-      while (!computed && this.#preemptNewest(s)) computed = s.compute(1, blocks) === 1;
+      while (!computed && this.#preemptFor(s)) computed = s.compute(1, blocks) === 1;
       if (computed) {
         budget--;
         decodeCount++;
@@ -120,7 +120,7 @@ export class MockScheduler {
       if (budget === 0) break;
       if (stepped.has(s) || !this.#running.includes(s)) continue;
       let done = s.compute(Math.min(s.remaining, budget), blocks);
-      while (done === 0 && this.#preemptNewest(s)) done = s.compute(Math.min(s.remaining, budget), blocks);
+      while (done === 0 && this.#preemptFor(s)) done = s.compute(Math.min(s.remaining, budget), blocks);
       if (done === 0 && this.#running.length === 1) {
         // Alone and still out of blocks: the request does not fit in the cache.
         this.#remove(s);
@@ -225,7 +225,7 @@ export class MockScheduler {
    * (priority, arrival), back to the waiting queue to be recomputed. False when that is `needing`
    * itself (it waits for blocks in place).
    */
-  #preemptNewest(needing: MockSequence): boolean {
+  #preemptFor(needing: MockSequence): boolean {
     const priority = this.#o.policy === "priority";
     const victim = priority
       ? this.#running.reduce<MockSequence | undefined>(
