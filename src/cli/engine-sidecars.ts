@@ -105,7 +105,7 @@ export async function startEngineSidecars(options: ServeOptions, runtime: Runtim
     };
     const engine: Engine =
       options.engine === "vllm"
-        ? await connectVllm({ ...common, ...publisher })
+        ? await connectVllm({ ...common, ...publisher, schedulingPolicy: options.schedulingPolicy })
         : options.engine === "sglang"
           ? await connectSglang({ ...common, ...publisher, role, loras: options.loras })
           : options.engine === "trtllm"

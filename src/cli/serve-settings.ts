@@ -186,7 +186,7 @@ export const serveSettings: Record<string, Setting> = {
   "scheduling-policy": {
     type: "string",
     env: "ARMATURE_SCHEDULING_POLICY",
-    help: "mocker: fcfs (default) or priority (vLLM's --scheduling-policy: waiting requests by priority, the least urgent preempted)",
+    help: "mocker: fcfs (default) or priority (vLLM's --scheduling-policy: waiting requests by priority, the least urgent preempted); vllm: priority passes each request's priority to a vLLM started with --scheduling-policy priority",
     choices: ["fcfs", "priority"],
   },
   "timing-profile": {

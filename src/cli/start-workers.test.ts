@@ -129,8 +129,12 @@ test("flags of another engine, and llama.cpp hardware flags that cannot be honou
       ],
       [["--speedup-ratio", "10"], /--speedup-ratio is for --engine mocker; llama\.cpp runs in real time/],
       [
-        ["--engine", "vllm", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--scheduling-policy", "priority"],
-        /--scheduling-policy is for --engine mocker; vllm takes its own settings on its command line/,
+        ["--engine", "sglang", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--scheduling-policy", "priority"],
+        /--scheduling-policy is for --engine mocker and vllm; sglang takes its own settings on its command line/,
+      ],
+      [
+        ["--engine", "vllm", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--speedup-ratio", "2"],
+        /--speedup-ratio is for --engine mocker; vllm takes its own settings on its command line/,
       ],
       [
         ["--engine", "sglang", "--tokenizer", "t", "--engine-url", "http://127.0.0.1:9", "--sequences", "8"],

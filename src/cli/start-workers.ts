@@ -210,15 +210,17 @@ function refuseMockerFlags(options: ServeOptions): void {
     [
       ["speedup-ratio", options.speedupRatio !== undefined],
       ["timing-profile", options.timingProfile !== undefined],
-      ["scheduling-policy", options.schedulingPolicy !== undefined],
+      // A vllm worker forwards each request's priority when its vLLM schedules by priority.
+      ["scheduling-policy", options.schedulingPolicy !== undefined && options.engine !== "vllm"],
     ] as const
   ).find(([, present]) => present);
   if (given) {
+    const engines = given[0] === "scheduling-policy" ? "--engine mocker and vllm" : "--engine mocker";
     throw new ArmatureError(
       "CONFIG_INVALID",
       isEngineServer(options.engine)
-        ? `--${given[0]} is for --engine mocker; ${options.engine} takes its own settings on its command line`
-        : `--${given[0]} is for --engine mocker; llama.cpp runs in real time, first come first served`,
+        ? `--${given[0]} is for ${engines}; ${options.engine} takes its own settings on its command line`
+        : `--${given[0]} is for ${engines}; llama.cpp runs in real time, first come first served`,
     );
   }
 }

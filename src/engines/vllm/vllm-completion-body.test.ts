@@ -114,3 +114,15 @@ test("vLLM reads structured_outputs from 0.10.2 on, by the version /version give
     assert.equal(readsStructuredOutputs(version), false, String(version));
   }
 });
+
+test("a request's priority goes to a vLLM that schedules by priority, and to no other (one scheduling first come, first served refuses any but 0)", () => {
+  const urgent = request({ priority: -5 });
+  assert.equal(vllmCompletionBody(urgent, { ...served, priorityScheduling: true }).priority, -5);
+  assert.equal("priority" in vllmCompletionBody(urgent, served), false);
+  assert.equal(
+    "priority" in vllmCompletionBody(request(), { ...served, priorityScheduling: true }),
+    false,
+    "none given: vLLM's 0",
+  );
+  assert.equal(vllmPrefillBody(urgent, { ...served, priorityScheduling: true }).priority, -5, "the prefill half too");
+});

@@ -9,6 +9,12 @@ export interface VllmServer {
   readonly version?: string | undefined;
   /** Whether it reads `structured_outputs` (0.10.2 and later). */
   readonly structuredOutputs: boolean;
+  /**
+   * Whether it was started with `--scheduling-policy priority` (the worker's own
+   * `--scheduling-policy priority` says so): then each request's `priority` goes with it. A vLLM
+   * scheduling first come, first served refuses any priority but 0.
+   */
+  readonly priorityScheduling?: boolean;
 }
 
 /** Whether a vLLM of this version (`/version`'s `0.11.0`, `0.10.2rc1`, `0.10.2.dev5+g…`) reads `structured_outputs`. */
@@ -56,6 +62,7 @@ export function vllmCompletionBody(
       ? { response_format: { type: "json_schema", json_schema: { name: "response", schema: constraint.schema, strict: true } } }
       : {}),
     ...(constraint?.type === "grammar" ? { structured_outputs: structuredOutputs(constraint, server) } : {}),
+    ...(server.priorityScheduling && request.priority !== undefined ? { priority: request.priority } : {}),
     ...(transferParams ? { kv_transfer_params: transferParams } : {}),
   };
 }

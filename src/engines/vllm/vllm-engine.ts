@@ -17,7 +17,10 @@ import { readsStructuredOutputs, type VllmServer, vllmCompletionBody, vllmPrefil
  * `vllm serve`'s address (`--engine-url`), its publisher (`--kv-events-config`'s `endpoint`); a
  * `blockSize` given is checked against vLLM's resolved one.
  */
-export interface VllmEngineOptions extends EngineServerConnection, EngineKvEventsOptions {}
+export interface VllmEngineOptions extends EngineServerConnection, EngineKvEventsOptions {
+  /** `priority`: the vLLM was started with `--scheduling-policy priority`, so requests carry their priority to it. */
+  readonly schedulingPolicy?: "fcfs" | "priority" | undefined;
+}
 
 const FINISH: Readonly<Record<string, FinishReason>> = { stop: "stop", length: "length", abort: "cancelled" };
 
@@ -47,7 +50,12 @@ export async function connectVllm(options: VllmEngineOptions): Promise<EngineSer
   const model = card.id;
   await checkTokenizerAgrees("vllm", url, options.tokenizer, (prompt) => ({ model, prompt, add_special_tokens: false }));
   const version = await readVersion(url);
-  const server: VllmServer = { model: card.id, version, structuredOutputs: readsStructuredOutputs(version) };
+  const server: VllmServer = {
+    model: card.id,
+    version,
+    structuredOutputs: readsStructuredOutputs(version),
+    priorityScheduling: options.schedulingPolicy === "priority",
+  };
   const contextLength = Number.isInteger(card.max_model_len) ? (card.max_model_len as number) : 4096;
   const { tokenizer } = options;
   const info: EngineInfo = {
