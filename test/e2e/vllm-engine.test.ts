@@ -227,6 +227,36 @@ test("--tokenizer with Qwen3's own tokenizer folder: its chat template and token
   }
 });
 
+test("a request's priority reaches a vLLM that schedules by priority (--scheduling-policy priority), and no other", async () => {
+  const prompt = freshPrompt(1);
+  const urgent = { model: MODEL, prompt, max_tokens: 2, priority: -3 } as OpenAI.CompletionCreateParamsNonStreaming;
+  await client.completions.create(urgent);
+  assert.equal(
+    engines.flatMap((e) => e.bodies).some((b) => "priority" in b),
+    false,
+    "a vLLM scheduling first come, first served is sent none",
+  );
+  const engine = await startFakeVllm({ tokenize: (text) => tokenizer.encode(text, { special: true }) });
+  const prioritized = await startServe([
+    "--engine",
+    "vllm",
+    "--model",
+    model,
+    "--engine-url",
+    engine.url,
+    "--scheduling-policy",
+    "priority",
+  ]);
+  try {
+    const prioritizedClient = new OpenAI({ baseURL: `${prioritized.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    await prioritizedClient.completions.create(urgent);
+    assert.equal(engine.bodies.at(-1)?.priority, -3);
+  } finally {
+    assert.equal(await prioritized.stop("SIGTERM"), 0, prioritized.output());
+    await engine.close();
+  }
+});
+
 test("split prefill and decode through vLLM's KV connector: the decode server pulls what the prefill server kept", async () => {
   const tokenize = (text: string) => tokenizer.encode(text, { special: true });
   const decodeEngine = await startFakeVllm({ tokenize });
