@@ -1,6 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "../engines/index.js";
+import {
+  loadTimingProfile,
+  polynomialTimingModel,
+  profiledTimingModel,
+  SCHEDULING_POLICIES,
+  type SchedulingPolicy,
+} from "../engines/index.js";
 import { type CompiledPlannerOptions, compilePlannerOptions } from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
@@ -153,9 +159,12 @@ export async function replayCommand(
   if (priorityReserve !== undefined && priorityReserve >= 1)
     throw new ArmatureError("CONFIG_INVALID", `--priority-reserve must be below 1, got ${priorityReserve}`);
   const routerQueueSize = optional("router-queue-size", values["router-queue-size"], 0);
-  const schedulingPolicy = values["scheduling-policy"];
-  if (schedulingPolicy !== undefined && schedulingPolicy !== "fcfs" && schedulingPolicy !== "priority")
-    throw new ArmatureError("CONFIG_INVALID", `--scheduling-policy must be fcfs or priority, got '${schedulingPolicy}'`);
+  const schedulingPolicy = values["scheduling-policy"] as SchedulingPolicy | undefined;
+  if (schedulingPolicy !== undefined && !SCHEDULING_POLICIES.includes(schedulingPolicy))
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--scheduling-policy must be one of ${SCHEDULING_POLICIES.join(", ")}, got '${schedulingPolicy}'`,
+    );
   const busy = {
     ...(busyDecodeBlocks !== undefined ? { activeDecodeBlocks: busyDecodeBlocks } : {}),
     ...(busyPrefillFrac !== undefined ? { activePrefillTokensFrac: busyPrefillFrac } : {}),

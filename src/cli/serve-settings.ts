@@ -1,3 +1,4 @@
+import { SCHEDULING_POLICIES } from "../engines/index.js";
 import { REASONING_PARSER_NAMES, TOOL_CALL_PARSER_NAMES } from "../frontend/index.js";
 import { ArmatureError } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
@@ -187,7 +188,7 @@ export const serveSettings: Record<string, Setting> = {
     type: "string",
     env: "ARMATURE_SCHEDULING_POLICY",
     help: "mocker: fcfs (default) or priority (vLLM's --scheduling-policy: waiting requests by priority, the least urgent preempted); vllm: priority passes each request's priority to a vLLM started with --scheduling-policy priority",
-    choices: ["fcfs", "priority"],
+    choices: SCHEDULING_POLICIES,
   },
   "timing-profile": {
     type: "string",

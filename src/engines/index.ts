@@ -26,7 +26,7 @@ export type { MockerEngineOptions } from "./mocker/mocker-engine.js";
 export { MockerEngine } from "./mocker/mocker-engine.js";
 export type { ObjectTierOptions } from "./mocker/object-tier.js";
 export { ObjectTier } from "./mocker/object-tier.js";
-export type { SchedulingPolicy } from "./mocker/scheduler.js";
+export { SCHEDULING_POLICIES, type SchedulingPolicy } from "./mocker/scheduler.js";
 export type { TimingModel, TimingProfile } from "./mocker/timing-model.js";
 export { loadTimingProfile, polynomialTimingModel, profiledTimingModel } from "./mocker/timing-model.js";
 export { SeededRandom } from "./seeded-random.js";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
+import { EventEmitter } from "node:events";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { silentLogger } from "../observability/index.js";
@@ -94,4 +95,36 @@ test("a failure after the stream began is logged and sent as the shape's error e
   );
   assert.equal(returned, undefined, "no end: the generation did not finish");
   assert.deepEqual(errors, ["stream failed after it started"]);
+});
+
+test("while the socket's buffer is full every event still goes, in order, each after the drain", async () => {
+  // A response whose every write fills the buffer: the driver waits for each drain.
+  const written: string[] = [];
+  const res = Object.assign(new EventEmitter(), {
+    destroyed: false,
+    writableEnded: false,
+    writeHead: () => res,
+    write(chunk: string) {
+      written.push(chunk);
+      queueMicrotask(() => res.emit("drain"));
+      return false;
+    },
+    cork: () => undefined,
+    end(chunk?: string) {
+      if (chunk) written.push(chunk);
+      res.writableEnded = true;
+    },
+  });
+  const returned = await streamGeneration(
+    generationOf(texts),
+    new SseWriter(res as unknown as ServerResponse, {}),
+    openaiLike,
+    silentLogger,
+  );
+  assert.equal(returned, end);
+  assert.equal(
+    written.join(""),
+    'data: {"role":"assistant"}\n\ndata: {"delta":"Hel"}\n\ndata: {"delta":"lo"}\n\n' +
+      'data: {"finish":"stop"}\n\ndata: {"usage":5}\n\ndata: [DONE]\n\n',
+  );
 });

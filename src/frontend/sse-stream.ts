@@ -36,10 +36,15 @@ export async function streamGeneration(
   shape: StreamShape,
   log: Logger,
 ): Promise<GenerationEnd | undefined> {
-  const send = async (events: readonly unknown[]): Promise<void> => {
-    for (const event of events) {
-      await (shape.named ? sse.sendEvent((event as { type: string }).type, event) : sse.send(event));
+  const write = (event: unknown): Promise<void> | undefined =>
+    shape.named ? sse.sendEvent((event as { type: string }).type, event) : sse.send(event);
+  /** Writes the events; a promise only once the socket's buffer is full (a token's write costs none). */
+  const send = (events: readonly unknown[], from = 0): Promise<void> | undefined => {
+    for (let i = from; i < events.length; i++) {
+      const full = write(events[i]);
+      if (full) return full.then(() => send(events, i + 1));
     }
+    return undefined;
   };
   const finish = async (): Promise<void> => {
     if (shape.doneMarker) await sse.done();
@@ -50,7 +55,8 @@ export async function streamGeneration(
     for await (const event of generation.events) {
       if (sse.closed) return undefined;
       if (event.type === "text") {
-        await send(shape.text(event));
+        const full = send(shape.text(event));
+        if (full) await full;
         continue;
       }
       sse.cork(); // the closing events go out together; ending the response uncorks

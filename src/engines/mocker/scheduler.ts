@@ -24,7 +24,9 @@ export interface SchedulerOptions {
   readonly nextToken: (sequence: MockSequence) => number;
 }
 
-export type SchedulingPolicy = "fcfs" | "priority";
+/** How an engine orders what waits and what it preempts (vLLM's `--scheduling-policy`). */
+export const SCHEDULING_POLICIES = ["fcfs", "priority"] as const;
+export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
 
 /**
  * vLLM-v1-like continuous batching: each step spends a token budget on one decode token per
