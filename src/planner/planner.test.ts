@@ -57,10 +57,11 @@ const quiet: WorkerLatencyEstimate = { ttftMs: 450, itlMs: 45 };
 test("the throughput loop sizes the pool from the profile and raises it to that floor at once", async () => {
   // 10 req/s of 1,000 prompt and 100 output tokens, no KV hits, constant predictor (the next
   // interval is this one). From the tiny profile: prefill 1,000 tokens at 10,000 tokens/s →
-  // 10 × 1,000 / 10,000 = 1.0 worker. Decode at context 1,000 + 100 / 2 = 1,050: ITL at 64
-  // sequences = 40 + (64 − 40) × 50 / 2,000 = 40.6 ms ≤ 50, so 64 sequences at
-  // 1,600 − 600 × 50 / 2,000 = 1,585 tokens/s → 10 × 100 / 1,585 = 0.631 worker.
-  // Aggregated: ⌈1.0 + 0.631⌉ = 2 workers.
+  // 10 × 1,000 / 10,000 = 1.0 worker. Decode at context 1,000 + 100 / 2 = 1,050, where each running
+  // sequence adds the 100-ms prefill of a request ÷ 100 output tokens = 1 ms to every step: ITL at
+  // 16 sequences 20 + 12 × 50 / 2,000 + 16 = 36.3 ms, at 64 40 + 24 × 50 / 2,000 + 64 = 104.6 ms;
+  // 50 ms lies between: c* = 16 + 48 × 13.7 / 68.3, at 792.5 × (1 + 13.7 / 68.3) = 951.5 tokens/s
+  // → 10 × 100 / 951.5 = 1.051 workers. Aggregated: ⌈1.0 + 1.051⌉ = 3 workers.
   const traffic = { requestsPerSecond: 10, meanInputTokens: 1000, meanOutputTokens: 100, kvHitRate: 0 };
   const { clock, planner, meter, decisions, desired, close } = await setup(
     { mode: "sla", profile, predictor: "constant", intervalSeconds: 60, loadIntervalSeconds: 10, sloTtftMs: 500, sloItlMs: 50 },
@@ -70,14 +71,14 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
   try {
     assert.equal(await desired(), 1);
     await clock.advance(60_000);
-    assert.equal(await desired(), 2);
+    assert.equal(await desired(), 3);
     const floor = decisions.find((d) => d.loop === "throughput");
-    assert.deepEqual([floor?.from, floor?.to, floor?.action, floor?.applied], [1, 2, "floor", true]);
+    assert.deepEqual([floor?.from, floor?.to, floor?.action, floor?.applied], [1, 3, "floor", true]);
     const state = planner.state();
     assert.deepEqual(state.predicted, traffic);
-    assert.equal(state.pools.aggregated?.floor, 2);
+    assert.equal(state.pools.aggregated?.floor, 3);
     const metrics = await meter.render();
-    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated",model=""\} 2/);
+    assert.match(metrics, /armature_planner_desired_workers\{pool="aggregated",model=""\} 3/);
     assert.match(metrics, /armature_planner_predicted_load\{quantity="requests_per_second",model=""\} 10/);
     assert.match(
       metrics,

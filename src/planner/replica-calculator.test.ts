@@ -25,6 +25,7 @@ test("the decode operating point is where the ITL crosses the target between pro
   assert.deepEqual(decodeOperatingPoint(profile, 1000, 30), {
     concurrency: 40,
     itlMs: 30,
+    interleavedPrefillMs: 0,
     tokensPerSecond: 1200,
     meetsTarget: true,
   });
@@ -32,6 +33,7 @@ test("the decode operating point is where the ITL crosses the target between pro
   assert.deepEqual(decodeOperatingPoint(profile, 1000, 40), {
     concurrency: 64,
     itlMs: 40,
+    interleavedPrefillMs: 0,
     tokensPerSecond: 1600,
     meetsTarget: true,
   });
@@ -40,8 +42,19 @@ test("the decode operating point is where the ITL crosses the target between pro
   assert.deepEqual(decodeOperatingPoint(profile, 1000, 5), {
     concurrency: 1,
     itlMs: 10,
+    interleavedPrefillMs: 0,
     tokensPerSecond: 100,
     meetsTarget: false,
+  });
+  // With each running sequence adding 0.25 ms of prefill to every step: 10.25, 24, 56 at 1, 16, 64;
+  //   c* = 16 + (30 − 24)/(56 − 24)·48 = 25, where the decode ITL is 20 + (9/48)·20 = 23.75 and the
+  //   prefills add 25 × 0.25 = 6.25; tokens/s 800 + (9/48)·800 = 950.
+  assert.deepEqual(decodeOperatingPoint(profile, 1000, 30, 0.25), {
+    concurrency: 25,
+    itlMs: 30,
+    interleavedPrefillMs: 6.25,
+    tokensPerSecond: 950,
+    meetsTarget: true,
   });
 });
 
@@ -74,16 +87,31 @@ test("disaggregated: prefill and decode workers worked by hand", () => {
   assert.match(plan.reason, /prefill 15000 tokens\/s ÷ 9000 per worker = 1\.67 workers/);
 });
 
-test("aggregated: one pool sized by the sum of both loads, rounded once", () => {
-  // 15000/9000 + 266000/95250 = 1.667 + 2.793 = 4.459 → 5 workers.
+test("aggregated: the decode point leaves room for the prefills sharing its steps, and one pool is sized by the sum, rounded once", () => {
+  // Uncached input 1500: TTFT 100 + 0.5·(250 − 100) = 175 ms, 9000 tokens/s. Each running sequence adds
+  // 175/200 = 0.875 ms to every step (c sequences of 200 tokens start c/200 requests per step).
+  // Context 2100: decode ITL 11.375 at 1, 26.6 at 16; with the prefills 12.25 and 26.6 + 14 = 40.6.
+  // Target 30 lies between: c* = 1 + 15·(30 − 12.25)/(40.6 − 12.25) = 1 + 15·355/567 = 1964/189 ≈ 10.39;
+  // the decode ITL there is 30 − 0.875·c*, the prefills' share 0.875·1964/189 = 1718.5/189 ≈ 9.09 ms.
+  // tokens/s at (1, 2100) 89, at (16, 2100) 635: at c* 89 + (355/567)·546 = 34899/81 ≈ 430.85.
+  // Workers: 15000/9000 + 2000/(34899/81) = 1.667 + 4.642 = 6.309 → 7.
   const plan = calculateReplicas(load, profile, { ...targets, layout: "aggregated" });
   assert.equal(plan.layout, "aggregated");
   if (plan.layout !== "aggregated") return;
-  assert.equal(plan.workers, 5);
-  // 4 req/s: prefill 4 × 1500 / 9000 = 0.667; decode 4 × 200 / (95250/133) = 1.117; the sum 1.784 → 2 workers,
+  near(plan.decode.concurrency, 1964 / 189, "concurrency");
+  near(plan.decode.itlMs, 30, "ITL with the prefills");
+  near(plan.decode.interleavedPrefillMs, 1718.5 / 189, "the prefills' share of the ITL");
+  near(plan.decode.workerTokensPerSecond, 34899 / 81, "tokens/s per worker");
+  assert.equal(plan.workers, 7);
+  assert.match(plan.reason, /\(ITL 30 ms, 9\.09 of it interleaved prefills\)/);
+  // 3 req/s: prefill 3 × 1500 / 9000 = 0.5; decode 3 × 200 / (34899/81) = 1.393; the sum 1.893 → 2 workers,
   // where rounding each pool first would take 1 + 2 = 3.
-  const light = calculateReplicas({ ...load, requestsPerSecond: 4 }, profile, { ...targets, layout: "aggregated" });
+  const light = calculateReplicas({ ...load, requestsPerSecond: 3 }, profile, { ...targets, layout: "aggregated" });
   assert.equal(light.layout === "aggregated" && light.workers, 2);
+  // A decode pool holds its decode ITL alone to the target: the same load's decode point is the disaggregated one.
+  const split = calculateReplicas(load, profile, targets);
+  near(split.decode.concurrency, 2944 / 133, "a decode pool's concurrency");
+  assert.equal(split.decode.interleavedPrefillMs, 0);
 });
 
 test("a target no count of workers can meet is reported, and the pool is still sized for its throughput", () => {
