@@ -85,8 +85,10 @@ export async function startEmbeddedPlanner(
           : { models: Object.fromEntries([...planners].map(([model, p]) => [model, p.state()])) },
       onRequestStarted: (at, model) => {
         const p = byModel.get(model);
+        if (!p) return UNPLANNED;
+        p.traffic.arrived();
         // A pool scaled to zero gets its worker now; the request waits for it at the router.
-        return p ? p.live.begin(at, p.planner.wake()) : UNPLANNED;
+        return p.live.begin(at, p.planner.wake());
       },
       keptModels: compiled.minWorkers === 0 ? started.modelNames : [],
       onRequestFinished: (request) => {

@@ -87,6 +87,10 @@ export async function startFrontend(
   const hooks: typeof planner = reporter
     ? {
         ...planner,
+        onRequestStarted: (startedAt, model) => {
+          reporter.arrived();
+          return planner.onRequestStarted?.(startedAt, model);
+        },
         onRequestFinished: (request) => {
           planner.onRequestFinished?.(request);
           reporter.record(request);

@@ -19,17 +19,22 @@ const finished = (overrides: Partial<FinishedRequestTimings>): FinishedRequestTi
   ...overrides,
 });
 
-test("a second's finished requests go out as one report; idle seconds send nothing; close sends the rest", async () => {
+test("a second's arrivals and finished requests go out as one report; idle seconds send nothing; close sends the rest", async () => {
   const clock = new VirtualClock();
   const events = new MemoryEventPlane();
   const received: unknown[] = [];
   events.subscribe(subjects.allTrafficReports, (payload, subject) => received.push({ subject, payload }));
   const reporter = new TrafficReporter({ frontendId: "frontend-1", events, clock, logger: silentLogger });
 
+  for (let k = 0; k < 5; k++) reporter.arrived();
   reporter.record(finished({ inputTokens: 100, cachedTokens: 50, outputTokens: 10, ttftMs: 40, itlMs: 5 }));
   reporter.record(finished({ inputTokens: 300, cachedTokens: 400, outputTokens: 20, ttftMs: 80, itlMs: 7 }));
   reporter.record(finished({ inputTokens: 200, outputTokens: 1, ttftMs: 60, itlMs: undefined }));
   reporter.record(finished({ status: "error", inputTokens: 999, ttftMs: undefined, itlMs: undefined }));
+  await clock.advance(1000);
+  // A second in which requests arrived and none finished is reported too: the planner reads the demand.
+  reporter.arrived();
+  reporter.arrived();
   await clock.advance(1000);
   await clock.advance(3000);
   reporter.record(finished({ outputTokens: 0, ttftMs: undefined, itlMs: undefined }));
@@ -40,6 +45,7 @@ test("a second's finished requests go out as one report; idle seconds send nothi
     type: "traffic-report",
     frontendId: "frontend-1",
     requests: 3,
+    arrivals: 5,
     inputTokens: 600,
     outputTokens: 31,
     // The second request's 400 cached tokens count as its 300 prompt tokens.
@@ -49,17 +55,19 @@ test("a second's finished requests go out as one report; idle seconds send nothi
     itlMsSum: 12,
     itlCount: 2,
   };
-  const last = { ...first, requests: 1, inputTokens: 100, outputTokens: 0, cachedTokens: 0 };
-  Object.assign(last, { ttftMsSum: 0, ttftCount: 0, itlMsSum: 0, itlCount: 0 });
+  const noLatencies = { ttftMsSum: 0, ttftCount: 0, itlMsSum: 0, itlCount: 0 };
+  const arrivalsOnly = { ...first, requests: 0, arrivals: 2, inputTokens: 0, outputTokens: 0, cachedTokens: 0, ...noLatencies };
+  const last = { ...first, requests: 1, arrivals: 0, inputTokens: 100, outputTokens: 0, cachedTokens: 0, ...noLatencies };
   assert.deepEqual(received, [
     { subject: "armature.traffic.frontend-1", payload: first },
+    { subject: "armature.traffic.frontend-1", payload: arrivalsOnly },
     { subject: "armature.traffic.frontend-1", payload: last },
   ]);
   for (const r of received) trafficReportSchema.parse((r as { payload: unknown }).payload);
   assert.equal(clock.pendingTimers, 0, "close stopped the timer");
   reporter.record(finished({}));
   await clock.advance(5000);
-  assert.equal(received.length, 2, "nothing after close");
+  assert.equal(received.length, 3, "nothing after close");
 });
 
 test("per-worker sums: a TTFT counts where the request was prefilled, an ITL where it was decoded; the schema holds them to the report's counts", async () => {

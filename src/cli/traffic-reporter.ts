@@ -13,11 +13,12 @@ export interface TrafficReporterOptions {
   readonly periodMs?: number;
 }
 
-type Sums = { -readonly [K in keyof Omit<TrafficReport, "type" | "frontendId" | "workers">]: number };
+type Sums = { -readonly [K in keyof Omit<TrafficReport, "type" | "frontendId" | "workers">]-?: number };
 type WorkerSums = { -readonly [K in keyof Omit<WorkerLatencySums, "workerId">]: number };
 
 const empty = (): Sums => ({
   requests: 0,
+  arrivals: 0,
   inputTokens: 0,
   outputTokens: 0,
   cachedTokens: 0,
@@ -28,9 +29,9 @@ const empty = (): Sums => ({
 });
 
 /**
- * A distributed frontend's side of `armature planner`: sums the requests that finish successfully
- * (and their latencies per worker) and publishes them as one `traffic-report` every period in which
- * any finished (an idle frontend sends nothing). At-most-once, like every event: a report lost in transit undercounts one second.
+ * A distributed frontend's side of `armature planner`: counts the requests that arrive, sums those
+ * that finish successfully (and their latencies per worker) and publishes them as one
+ * `traffic-report` every period in which any arrived or finished (an idle frontend sends nothing). At-most-once, like every event: a report lost in transit undercounts one second.
  * `close()` stops the timer and sends what the last, partial period holds.
  */
 export class TrafficReporter {
@@ -45,6 +46,11 @@ export class TrafficReporter {
   constructor(options: TrafficReporterOptions) {
     this.#o = { periodMs: 1000, ...options };
     this.#loop = this.#run();
+  }
+
+  /** Counts one request that arrived (the demand, served or not). */
+  arrived(): void {
+    if (!this.#closed) this.#sums.arrivals++;
   }
 
   /** Adds one finished request (failed ones are left out, as the planner judges served traffic). */
@@ -114,7 +120,7 @@ export class TrafficReporter {
 
   async #flush(): Promise<void> {
     const sums = this.#sums;
-    if (sums.requests === 0) return;
+    if (sums.requests === 0 && sums.arrivals === 0) return;
     const workers = [...this.#workers].map(([workerId, w]) => ({ workerId, ...w }));
     this.#sums = empty();
     this.#workers = new Map();

@@ -169,7 +169,7 @@ export class FrontendMetrics {
   /** Hears where each request was routed. */
   readonly onRouted: ((decision: RoutingDecision) => void) | undefined;
   /** Follows each request of `model` from its start (`startedAt`, on `performance.now()`'s clock) while it runs. */
-  readonly onStarted: ((startedAt: number, model: string) => RunningRequestListener) | undefined;
+  readonly onStarted: ((startedAt: number, model: string) => RunningRequestListener | undefined) | undefined;
   readonly disconnected: CounterMetric;
   readonly migrations: CounterMetric;
   readonly #kvHitRate: HistogramMetric;
@@ -189,7 +189,7 @@ export class FrontendMetrics {
     meter: MetricMeter,
     onFinished?: (request: FinishedRequestTimings) => void,
     onRouted?: (decision: RoutingDecision) => void,
-    onStarted?: (startedAt: number, model: string) => RunningRequestListener,
+    onStarted?: (startedAt: number, model: string) => RunningRequestListener | undefined,
   ) {
     this.onFinished = onFinished;
     this.onRouted = onRouted;

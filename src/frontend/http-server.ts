@@ -68,7 +68,7 @@ export interface FrontendOptions {
   /** Hears every request as it ends, with its latencies (the planner's traffic window). */
   readonly onRequestFinished?: ((request: FinishedRequestTimings) => void) | undefined;
   /** Follows each request while it runs (a planner in this process reads its live latencies). */
-  readonly onRequestStarted?: ((startedAt: number, model: string) => RunningRequestListener) | undefined;
+  readonly onRequestStarted?: ((startedAt: number, model: string) => RunningRequestListener | undefined) | undefined;
   /**
    * Where request spans go (`--otlp-endpoint`). Every response carries its trace id in
    * `x-armature-trace-id` either way: the client's from `traceparent`, else a new one.

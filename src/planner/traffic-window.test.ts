@@ -96,3 +96,30 @@ test("per worker: the mean of the latencies the window's reports credit to each 
   // The report of 1 s leaves the 10 s window at 11 s: a is then 600 ms, no ITL.
   assert.deepEqual(window.measuredPerWorker(11_500, ["a"]), [{ ttftMs: 600, itlMs: 0 }]);
 });
+
+test("once arrivals are reported, the rate is theirs: an overloaded fleet finishing fewer requests than arrive reads the demand", () => {
+  const window = new TrafficWindow(0);
+  // Over 10 s, 50 requests arrive and 30 finish (the rest still queued): 5 req/s, not 3.
+  for (let k = 0; k < 50; k++) window.arrived();
+  for (let k = 0; k < 30; k++) window.record(k * 300, { inputTokens: 1000, outputTokens: 100, cachedTokens: 250 });
+  // The lengths and hit rate are the finished requests': 1000 in, 100 out, 250 / 1000 cached.
+  assert.deepEqual(window.takeInterval(10_000), {
+    requestsPerSecond: 5,
+    meanInputTokens: 1000,
+    meanOutputTokens: 100,
+    kvHitRate: 0.25,
+  });
+  // The next interval counts afresh: 4 arrivals over 4 s, none finished.
+  for (let k = 0; k < 4; k++) window.arrived();
+  assert.deepEqual(window.takeInterval(14_000), { requestsPerSecond: 1, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0 });
+});
+
+test("frontends' reports carry their arrivals; a report without them (an older frontend) adds none", () => {
+  const window = new TrafficWindow(0);
+  const none = { inputTokens: 0, outputTokens: 0, cachedTokens: 0, ttftMsSum: 0, ttftCount: 0, itlMsSum: 0, itlCount: 0 };
+  window.recordSummary(1000, { ...none, requests: 0, arrivals: 6 });
+  window.recordSummary(2000, { ...none, requests: 2, arrivals: 4, inputTokens: 800, outputTokens: 40 });
+  window.recordSummary(3000, { ...none, requests: 1, inputTokens: 100, outputTokens: 20 });
+  // 10 arrivals over 5 s; lengths from the 3 finished: 900 / 3 in, 60 / 3 out.
+  assert.deepEqual(window.takeInterval(5000), { requestsPerSecond: 2, meanInputTokens: 300, meanOutputTokens: 20, kvHitRate: 0 });
+});

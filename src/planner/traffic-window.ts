@@ -15,6 +15,8 @@ export interface FinishedRequest {
 /** Requests finished in one period, as sums (a frontend's traffic report carries these fields). */
 export interface TrafficSummary {
   readonly requests: number;
+  /** Requests that arrived in the period, where the summary's source counts them (see `arrived`). */
+  readonly arrivals?: number | undefined;
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly cachedTokens: number;
@@ -49,6 +51,12 @@ interface RecentLatencies extends LatencySums {
  * What the planner reads of the traffic: requests finished since the last interval (rate, mean
  * lengths, KV hit rate), and, when given a latency window, the recent TTFT and ITL of finished
  * requests — `armature planner`'s measured estimate, read from the frontends' reports.
+ *
+ * The rate is that of arrivals once the caller reports them (`arrived`): an overloaded fleet
+ * finishes requests no faster than it can serve them, so a rate of finished requests caps the
+ * demand at the capacity the planner is trying to size (a step from 1 to 5 req/s read as the
+ * 3 req/s one worker finishes). The lengths and hit rate stay those of finished requests, the only
+ * ones whose output is known.
  */
 export class TrafficWindow {
   readonly #windowMs: number | undefined;
@@ -57,6 +65,9 @@ export class TrafficWindow {
   #input = 0;
   #output = 0;
   #cached = 0;
+  /** Arrivals since the last interval, counted once any was reported. */
+  #arrivals = 0;
+  #countsArrivals = false;
   readonly #recent: RecentLatencies[] = [];
 
   /**
@@ -83,6 +94,7 @@ export class TrafficWindow {
 
   /** Several requests at once, e.g. a frontend's traffic report; their latencies count as finished now. */
   recordSummary(nowMs: number, summary: TrafficSummary): void {
+    if (summary.arrivals !== undefined) this.arrived(summary.arrivals);
     this.#count += summary.requests;
     this.#input += summary.inputTokens;
     this.#output += summary.outputTokens;
@@ -93,17 +105,24 @@ export class TrafficWindow {
     this.#trim(nowMs);
   }
 
+  /** `count` requests arrived (served or not): from the first call on, the interval's rate counts arrivals. */
+  arrived(count = 1): void {
+    this.#countsArrivals = true;
+    this.#arrivals += count;
+  }
+
   /** The interval since the previous call; the next one starts now. */
   takeInterval(nowMs: number): IntervalLoad {
     const seconds = Math.max(1e-9, (nowMs - this.#since) / 1000);
     const n = this.#count;
     const load: IntervalLoad = {
-      requestsPerSecond: n / seconds,
+      requestsPerSecond: (this.#countsArrivals ? this.#arrivals : n) / seconds,
       meanInputTokens: n > 0 ? this.#input / n : 0,
       meanOutputTokens: n > 0 ? this.#output / n : 0,
       kvHitRate: this.#input > 0 ? this.#cached / this.#input : 0,
     };
     this.#since = nowMs;
+    this.#arrivals = 0;
     this.#count = 0;
     this.#input = 0;
     this.#output = 0;

@@ -335,6 +335,7 @@ const trafficReportShape = object({
   type: literal("traffic-report"),
   frontendId: id,
   requests: reportedCount,
+  arrivals: optional(reportedCount),
   inputTokens: reportedTokens,
   outputTokens: reportedTokens,
   cachedTokens: reportedTokens,

@@ -10,6 +10,11 @@ export interface TrafficReport {
   readonly frontendId: string;
   /** Requests that finished successfully in the period. */
   readonly requests: number;
+  /**
+   * Requests that arrived in the period, served or not: the demand, which an overloaded fleet
+   * finishes more slowly than it arrives. Absent from older frontends.
+   */
+  readonly arrivals?: number | undefined;
   /** Their prompt tokens, completion tokens, and prompt tokens served from a worker's prefix cache. */
   readonly inputTokens: number;
   readonly outputTokens: number;

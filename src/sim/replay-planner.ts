@@ -126,6 +126,7 @@ export class ReplayPlanner {
 
   /** The replay's `onRequestStarted`: the load loop's live latencies, per worker. */
   readonly onRequestStarted = (nowMs: number): RunningRequestListener => {
+    this.#traffic?.arrived();
     // A pool scaled to zero gets its worker now; the request waits for it at the router.
     return this.#live.begin(nowMs, this.#planner?.wake() ?? false);
   };
