@@ -119,12 +119,7 @@ for (const path of tracePaths) {
   const rows: Row[] = [
     await planned(trace, { mode: "load" }, meanFleet, "load planner, defaults (p90 of each worker's live latencies)"),
     await planned(trace, { mode: "load", latencyQuantile: 0.95 }, meanFleet, "load planner, --planner-quantile 0.95"),
-    await planned(
-      trace,
-      { mode: "sla", profile, predictor: "kalman", intervalSeconds: 60 },
-      meanFleet,
-      "SLA planner (kalman, 60 s), otherwise defaults",
-    ),
+    await planned(trace, { mode: "sla", profile }, meanFleet, "SLA planner, defaults (kalman, 60 s interval)"),
     await fixed(trace, meanFleet, `fixed, the profile's size for the mean (${meanFleet})`),
     await fixed(trace, peakFleet, `fixed, the profile's size for the busiest minute (${peakFleet})`),
   ];

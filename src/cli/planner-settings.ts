@@ -40,7 +40,7 @@ export const plannerSettings: Record<string, Setting> = {
   "planner-interval": {
     type: "number",
     env: "ARMATURE_PLANNER_INTERVAL",
-    help: "planner: seconds between throughput-loop decisions (default 180)",
+    help: "planner: seconds between throughput-loop decisions (default 60)",
   },
   "planner-load-interval": {
     type: "number",

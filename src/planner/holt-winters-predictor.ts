@@ -2,7 +2,7 @@ import { type LoadPredictor, loadReading } from "./load-predictor.js";
 
 /** Smoothing settings of additive Holt-Winters. */
 export interface HoltWintersSettings {
-  /** Readings per season m (a day of 180 s intervals is 480); an integer ≥ 2. */
+  /** Readings per season m (a day of 60 s intervals is 1,440); an integer ≥ 2. */
   readonly seasonLength: number;
   /** Level smoothing α in [0, 1]. */
   readonly alpha: number;

@@ -32,7 +32,10 @@ export interface PlannerOptions {
   readonly scaleToZeroAfterSeconds?: number;
   /** [--max-workers] Worker budget of the whole deployment, all pools together. Default 8 (Dynamo's GPU budget). */
   readonly maxWorkers?: number;
-  /** [--planner-interval] Seconds between throughput-loop decisions. Default 180 (Dynamo's). */
+  /**
+   * [--planner-interval] Seconds between throughput-loop decisions. Default 60, armature's own
+   * (Dynamo's is 180): chosen on replays of four load shapes (docs/planner.md).
+   */
   readonly intervalSeconds?: number;
   /** [--planner-load-interval] Seconds between load-loop decisions, shorter than `intervalSeconds`. Default 5 (Dynamo's). */
   readonly loadIntervalSeconds?: number;
@@ -87,7 +90,7 @@ export const PLANNER_DEFAULTS = {
   minWorkers: 1,
   scaleToZeroAfterSeconds: 600,
   maxWorkers: 8,
-  intervalSeconds: 180,
+  intervalSeconds: 60,
   loadIntervalSeconds: 5,
   predictor: "kalman",
   cooldownSeconds: 30,
