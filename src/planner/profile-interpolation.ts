@@ -4,6 +4,8 @@ import type { WorkerProfile } from "./profile.js";
 export interface PrefillEstimate {
   readonly ttftMs: number;
   readonly tokensPerSecond: number;
+  /** What the prefill adds to the decode steps it joins, where the profile measured it. */
+  readonly interleavedMs: number | undefined;
   /** True when the input length lay outside the profiled range and the edge point's values were used. */
   readonly clamped: boolean;
 }
@@ -58,6 +60,10 @@ export function interpolatePrefill(profile: WorkerProfile, inputTokens: number):
   return {
     ttftMs: between(a.ttftMs, b.ttftMs, at.weight),
     tokensPerSecond: between(a.tokensPerSecond, b.tokensPerSecond, at.weight),
+    interleavedMs:
+      a.interleavedMs === undefined || b.interleavedMs === undefined
+        ? undefined
+        : between(a.interleavedMs, b.interleavedMs, at.weight),
     clamped: at.clamped,
   };
 }

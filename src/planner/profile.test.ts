@@ -39,12 +39,12 @@ test("a profile is read from its text: prefill sorted by input length, decode as
 
 test("prefill is piecewise linear in input length and clamped outside the profiled range", () => {
   // 1500 is halfway from 1000 to 2000: TTFT 100 + 0.5·(250 − 100) = 175, throughput 10000 + 0.5·(8000 − 10000) = 9000.
-  assert.deepEqual(interpolatePrefill(profile, 1500), { ttftMs: 175, tokensPerSecond: 9000, clamped: false });
+  assert.deepEqual(interpolatePrefill(profile, 1500), { ttftMs: 175, tokensPerSecond: 9000, interleavedMs: undefined, clamped: false });
   // 3000 is halfway from 2000 to 4000: 250 + 0.5·550 = 525, 8000 − 0.5·3000 = 6500.
-  assert.deepEqual(interpolatePrefill(profile, 3000), { ttftMs: 525, tokensPerSecond: 6500, clamped: false });
-  assert.deepEqual(interpolatePrefill(profile, 4000), { ttftMs: 800, tokensPerSecond: 5000, clamped: false });
-  assert.deepEqual(interpolatePrefill(profile, 200), { ttftMs: 100, tokensPerSecond: 10000, clamped: true });
-  assert.deepEqual(interpolatePrefill(profile, 9000), { ttftMs: 800, tokensPerSecond: 5000, clamped: true });
+  assert.deepEqual(interpolatePrefill(profile, 3000), { ttftMs: 525, tokensPerSecond: 6500, interleavedMs: undefined, clamped: false });
+  assert.deepEqual(interpolatePrefill(profile, 4000), { ttftMs: 800, tokensPerSecond: 5000, interleavedMs: undefined, clamped: false });
+  assert.deepEqual(interpolatePrefill(profile, 200), { ttftMs: 100, tokensPerSecond: 10000, interleavedMs: undefined, clamped: true });
+  assert.deepEqual(interpolatePrefill(profile, 9000), { ttftMs: 800, tokensPerSecond: 5000, interleavedMs: undefined, clamped: true });
 });
 
 test("decode is bilinear over the grid and clamped at its edges", () => {
@@ -98,4 +98,21 @@ test("repeated points and holes in the decode grid are refused", () => {
   const hole = fixture();
   hole.decode.splice(4, 1);
   refused(hole, "decode has no point at concurrency 16, contextTokens 3000");
+});
+
+test("measured interleaving is read with the prefill points, interpolated like them, and every point has it or none", () => {
+  const measured = fixture();
+  measured.prefill.forEach((point, k) => {
+    point.interleavedMs = [90, 240, 780][k];
+  });
+  // 1500 is halfway from 1000 to 2000: 90 + 0.5·(240 − 90) = 165.
+  assert.equal(interpolatePrefill(parseProfile(measured, "m.json"), 1500).interleavedMs, 165);
+  const partial = fixture();
+  partial.prefill[1]!.interleavedMs = 240;
+  refused(partial, "prefill[0] has no interleavedMs, which prefill[1] has: every prefill point has it or none");
+  const negative = fixture();
+  negative.prefill.forEach((point) => {
+    point.interleavedMs = -1;
+  });
+  refused(negative, "prefill[0].interleavedMs must be 0 or more, got -1");
 });

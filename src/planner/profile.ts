@@ -11,6 +11,12 @@ export interface PrefillPoint {
   readonly ttftMs: number;
   /** Prompt tokens per second one worker prefills at this input length. */
   readonly tokensPerSecond: number;
+  /**
+   * What such a prefill adds to the steps of a decode batch it joins, in milliseconds summed over
+   * those steps (aggregated serving): measured by `armature profile`; absent from older profiles,
+   * where the planner takes `ttftMs` instead. Either every prefill point has it or none.
+   */
+  readonly interleavedMs?: number | undefined;
 }
 
 /**
@@ -54,7 +60,7 @@ export interface WorkerProfile {
 export const PROFILE_VERSION = 1;
 
 const PROFILE_FIELDS = ["version", "description", "prefill", "decode"];
-const PREFILL_FIELDS = ["inputTokens", "ttftMs", "tokensPerSecond"] as const;
+const PREFILL_FIELDS = ["inputTokens", "ttftMs", "tokensPerSecond", "interleavedMs"] as const;
 const DECODE_FIELDS = ["concurrency", "contextTokens", "itlMs", "tokensPerSecond", "kvUsage"] as const;
 
 type Json = Record<string, unknown>;
@@ -97,15 +103,25 @@ function parsePrefill(value: unknown, fail: (message: string) => never): Prefill
     const at = `prefill[${index}]`;
     const object = requireObject(item, at, fail);
     refuseUnknownFields(object, PREFILL_FIELDS, at, fail);
+    const interleavedMs = object.interleavedMs === undefined ? undefined : requireNumber(object, "interleavedMs", at, fail);
+    if (interleavedMs !== undefined && interleavedMs < 0) fail(`${at}.interleavedMs must be 0 or more, got ${interleavedMs}`);
     return {
       index,
       point: {
         inputTokens: requireCount(object, "inputTokens", at, fail),
         ttftMs: requirePositive(object, "ttftMs", at, fail),
         tokensPerSecond: requirePositive(object, "tokensPerSecond", at, fail),
+        ...(interleavedMs === undefined ? {} : { interleavedMs }),
       },
     };
   });
+  const measured = points.filter((entry) => entry.point.interleavedMs !== undefined);
+  if (measured.length > 0 && measured.length < points.length) {
+    const missing = points.find((entry) => entry.point.interleavedMs === undefined)!;
+    fail(
+      `prefill[${missing.index}] has no interleavedMs, which prefill[${measured[0]!.index}] has: every prefill point has it or none`,
+    );
+  }
   points.sort((a, b) => a.point.inputTokens - b.point.inputTokens);
   for (let k = 1; k < points.length; k++) {
     const previous = points[k - 1]!;

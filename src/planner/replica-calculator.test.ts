@@ -161,3 +161,20 @@ test("a count that is whole up to float noise takes no extra worker", () => {
   );
   assert.equal(plan.layout === "disaggregated" && plan.prefillWorkers, 3);
 });
+
+test("aggregated: a profile that measured interleaving is sized by it, not by the idle TTFT", () => {
+  const document = JSON.parse(readFileSync(new URL("./fixtures/tiny-profile.json", import.meta.url), "utf8"));
+  // Half of each TTFT (100, 250, 800 ms): at 1500 uncached tokens 50 + 0.5·(125 − 50) = 87.5 ms, so each
+  // running sequence adds 87.5/200 = 0.4375 ms to every step. ITL at 1: 11.375 + 0.4375 = 11.8125; at 16:
+  // 26.6 + 7 = 33.6; c* = 1 + 15·(30 − 11.8125)/(33.6 − 11.8125) = 1 + 15·18.1875/21.7875.
+  document.prefill.forEach((point: Record<string, number>, k: number) => {
+    point.interleavedMs = [50, 125, 400][k]!;
+  });
+  const measured = parseProfile(document, "measured.json");
+  const plan = calculateReplicas(load, measured, { ...targets, layout: "aggregated" });
+  near(plan.prefill.interleavedMs, 87.5, "interleaved prefill");
+  near(plan.prefill.ttftMs, 175, "TTFT, unchanged");
+  const concurrency = 1 + (15 * 18.1875) / 21.7875;
+  near(plan.decode.concurrency, concurrency, "concurrency");
+  near(plan.decode.interleavedPrefillMs, concurrency * 0.4375, "the prefills' share");
+});

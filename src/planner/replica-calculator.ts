@@ -24,6 +24,11 @@ export interface PrefillSizing {
   readonly workerTokensPerSecond: number;
   /** The profile's TTFT at `inputTokens`. */
   readonly ttftMs: number;
+  /**
+   * What such a prefill adds to the decode steps it joins: the profile's measured `interleavedMs`
+   * at `inputTokens`, or `ttftMs` for a profile without it.
+   */
+  readonly interleavedMs: number;
   /** Workers' worth of prefill work, unrounded: demand ÷ per-worker throughput. */
   readonly workers: number;
   /** Whether the profile's TTFT at `inputTokens` is within the target; when not, no count of workers meets it. */
@@ -143,6 +148,7 @@ export function sizePrefill(load: IntervalLoad, profile: WorkerProfile, sloTtftM
     demandTokensPerSecond,
     workerTokensPerSecond: point.tokensPerSecond,
     ttftMs: point.ttftMs,
+    interleavedMs: point.interleavedMs ?? point.ttftMs,
     workers: demandTokensPerSecond / point.tokensPerSecond,
     meetsTarget: point.ttftMs <= sloTtftMs,
   };
@@ -154,7 +160,8 @@ export function sizePrefill(load: IntervalLoad, profile: WorkerProfile, sloTtftM
  * a worker running c sequences of O output tokens starts, in steady state, c ÷ O requests per step,
  * and each adds its prefill's time to the step it runs in (chunked prefill spreads the same time over
  * several steps). So a sequence's ITL is the decode ITL plus c × prefill time ÷ O, with the prefill's
- * time the profile's TTFT at the uncached input (`prefill`); the operating point is where that sum
+ * time what the profile measured it to add to a decode batch at the uncached input (`interleavedMs`;
+ * its TTFT on an idle worker for a profile without that); the operating point is where that sum
  * meets the target. Without it (a decode pool) the decode ITL alone is held to the target.
  */
 export function sizeDecode(
@@ -167,7 +174,8 @@ export function sizeDecode(
   // Cached prompt tokens still occupy the KV cache during decode, so the context is not discounted.
   const contextTokens = meanInputTokens + meanOutputTokens / 2;
   const demandTokensPerSecond = requestsPerSecond * meanOutputTokens;
-  const stall = interleaved && interleaved.inputTokens > 0 && meanOutputTokens > 0 ? interleaved.ttftMs / meanOutputTokens : 0;
+  const stall =
+    interleaved && interleaved.inputTokens > 0 && meanOutputTokens > 0 ? interleaved.interleavedMs / meanOutputTokens : 0;
   const point = decodeOperatingPoint(profile, contextTokens, sloItlMs, stall);
   return {
     contextTokens,

@@ -201,3 +201,102 @@ export function median(values: readonly number[]): number {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
+
+/** What `measureInterleaved` found: the prefill's share of the decode steps it joined, or why it could not tell. */
+export type InterleavedMeasurement =
+  | { readonly measured: true; readonly interleavedMs: number; readonly concurrency: number; readonly contextTokens: number }
+  | { readonly measured: false; readonly reason: string };
+
+/** Token gaps each decoding request shows before the prefill is sent: the median of them is its usual step. */
+const WARM_GAPS = 4;
+
+/**
+ * What one prefill of `inputTokens` unseen tokens adds to the steps of a decode batch it joins (the
+ * cost aggregated serving pays that a profile of prefills and decodes apart does not show).
+ * `concurrency` requests start decoding as `measureDecode` starts them (mean context
+ * `contextTokens`, `outputTokens` each); once each has shown `WARM_GAPS` gaps between tokens, one
+ * request of `inputTokens` prompt tokens and one output token is sent. For each decoding request,
+ * the gaps that end after the prefill was sent and no later than its first token are the steps it
+ * shared (one, or several when the engine splits the prompt into chunks); each gap's excess over
+ * that request's median gap before the prefill is summed. The result is the mean of those sums.
+ * Not measured (with the reason) when a decoding request ended before the prefill's first token,
+ * or when the prefill would not fit in the KV cache beside the batch.
+ */
+export async function measureInterleaved(
+  context: MeasurementContext,
+  inputTokens: number,
+  concurrency: number,
+  contextTokens: number,
+  outputTokens: number,
+): Promise<InterleavedMeasurement> {
+  const { engine, clock, requests } = context;
+  const info = engine.info;
+  const promptTokens = contextTokens - Math.floor(outputTokens / 2);
+  const batchBlocks = concurrency * Math.ceil((promptTokens + outputTokens) / info.blockSize);
+  const prefillBlocks = Math.ceil((inputTokens + 1) / info.blockSize);
+  if (batchBlocks + prefillBlocks > info.totalKvBlocks) {
+    return {
+      measured: false,
+      reason: `a ${inputTokens}-token prefill does not fit in KV beside ${concurrency} decoding sequences`,
+    };
+  }
+  if (outputTokens < WARM_GAPS + 3) {
+    return {
+      measured: false,
+      reason: `--output-tokens ${outputTokens} leaves too few tokens to see a step before and during a prefill`,
+    };
+  }
+  const batch = new AbortController();
+  const signal = AbortSignal.any([context.signal, batch.signal]);
+  setMaxListeners(concurrency + 10, signal);
+  const deltas = Array.from({ length: concurrency }, () => 0);
+  let sentAt: number | undefined;
+  let prefill: Promise<RequestTrace> | undefined;
+  const sendWhenWarm = (): void => {
+    if (prefill || deltas.some((n) => n < WARM_GAPS + 1)) return;
+    sentAt = clock.now();
+    prefill = traceRequest(engine, requests.next("interleave", inputTokens, 1), clock, signal);
+  };
+  const fail = (error: unknown): never => {
+    batch.abort();
+    throw error;
+  };
+  const decoding = await runOnClock(clock, async () => {
+    const traces = await Promise.all(
+      deltas.map((_, i) =>
+        traceRequest(engine, requests.next("decode", promptTokens, outputTokens), clock, signal, () => {
+          deltas[i]!++;
+          sendWhenWarm();
+        }).catch(fail),
+      ),
+    );
+    return { traces, prefill: await prefill?.catch(fail) };
+  });
+  const firstAt = decoding.prefill?.deltas[0]?.atMs;
+  if (sentAt === undefined || firstAt === undefined) {
+    return { measured: false, reason: `the batch ended before the ${inputTokens}-token prefill was sent; raise --output-tokens` };
+  }
+  const sums: number[] = [];
+  for (const trace of decoding.traces) {
+    const before: number[] = [];
+    let excess = 0;
+    let shared = 0;
+    for (let k = 1; k < trace.deltas.length; k++) {
+      const from = trace.deltas[k - 1]!.atMs;
+      const to = trace.deltas[k]!.atMs;
+      if (to <= sentAt) before.push(to - from);
+      else if (to <= firstAt) {
+        shared++;
+        excess += to - from;
+      }
+    }
+    if ((trace.deltas.at(-1)?.atMs ?? 0) < firstAt) {
+      return {
+        measured: false,
+        reason: `a decoding request ended before the ${inputTokens}-token prefill's first token; raise --output-tokens`,
+      };
+    }
+    sums.push(Math.max(0, excess - shared * median(before.slice(-WARM_GAPS))));
+  }
+  return { measured: true, interleavedMs: sums.reduce((a, b) => a + b, 0) / sums.length, concurrency, contextTokens };
+}

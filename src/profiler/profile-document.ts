@@ -19,7 +19,12 @@ const SIGNIFICANT_DIGITS = 6;
 export function formatProfileJson(document: ProfileDocument, source: string): { text: string; profile: WorkerProfile } {
   const round = (value: number): number => Number(value.toPrecision(SIGNIFICANT_DIGITS));
   const prefill = document.prefill.map((p) =>
-    JSON.stringify({ inputTokens: p.inputTokens, ttftMs: round(p.ttftMs), tokensPerSecond: round(p.tokensPerSecond) }),
+    JSON.stringify({
+      inputTokens: p.inputTokens,
+      ttftMs: round(p.ttftMs),
+      tokensPerSecond: round(p.tokensPerSecond),
+      ...(p.interleavedMs === undefined ? {} : { interleavedMs: round(p.interleavedMs) }),
+    }),
   );
   const decode = document.decode.map((p) =>
     JSON.stringify({

@@ -4,7 +4,13 @@ import { MockerEngine, polynomialTimingModel } from "../engines/index.js";
 import { interpolateDecode, interpolatePrefill } from "../planner/index.js";
 import { VirtualClock } from "../runtime/index.js";
 import { formatProfileJson } from "./profile-document.js";
-import { compileSweepOptions, defaultSweepAxes, runProfileSweep, type SweepProgress } from "./profile-sweep.js";
+import {
+  compileSweepOptions,
+  defaultSweepAxes,
+  describeSweepProgress,
+  runProfileSweep,
+  type SweepProgress,
+} from "./profile-sweep.js";
 
 const BLOCK_SIZE = 16;
 const KV_BLOCKS = 1024;
@@ -168,4 +174,62 @@ test("sweep options that the engine cannot hold are refused naming the flag", ()
   assert.deepEqual(defaults.concurrency, [1, 2]);
   assert.deepEqual(defaultSweepAxes(llamacpp).inputLengths, [64, 128, 256]);
   assert.ok(defaults.contextLengths.every((l) => l + 32 <= 512));
+});
+
+test("on the mocker, what a prefill adds to the decode steps it joins is the timing model's prefill time", async () => {
+  // A cache so large that the prefill's blocks move KV usage, and so the decode step, by < 0.01 ms.
+  const clock = new VirtualClock();
+  const engine = new MockerEngine({ clock, blockSize: BLOCK_SIZE, kvBlocks: 1 << 20, timing: polynomialTimingModel(1) });
+  const model = polynomialTimingModel(1);
+  const progress: SweepProgress[] = [];
+  try {
+    const profile = await runProfileSweep(engine, {
+      clock,
+      inputLengths: [64, 512, 2048],
+      concurrency: [1, 4, 16],
+      contextLengths: [256],
+      outputTokens: OUTPUT_TOKENS,
+      onProgress: (p) => progress.push(p),
+    });
+    // The step a prefill joins takes the model's prefill time on top of the decode step (Dynamo's
+    // mocker: step = prefill(new tokens) + decode(KV usage)); 4 + 2048 tokens fit one step's budget.
+    for (const point of profile.prefill) {
+      const expected = model.prefillMs(point.inputTokens);
+      assert.ok(
+        Math.abs((point.interleavedMs ?? 0) - expected) < 0.05,
+        `${point.inputTokens}: ${point.interleavedMs} vs ${expected}`,
+      );
+    }
+    const batches = progress.flatMap((p) => (p.phase === "interleave" && p.measured ? [p.concurrency] : []));
+    assert.deepEqual(batches, [4, 4, 4], "the largest profiled concurrency up to 8");
+    const { profile: parsed } = formatProfileJson(profile, "interleaved.json");
+    assert.ok(
+      parsed.prefill.every((p) => p.interleavedMs !== undefined),
+      "written and read back",
+    );
+  } finally {
+    await engine.close();
+  }
+});
+
+test("a batch too short to show a step before the prefill leaves the profile without interleaving, saying why", async () => {
+  const { engine, clock } = mocker();
+  const progress: SweepProgress[] = [];
+  try {
+    const profile = await runProfileSweep(engine, {
+      clock,
+      inputLengths: [64, 512],
+      concurrency: [2],
+      contextLengths: [256],
+      outputTokens: 4,
+      onProgress: (p) => progress.push(p),
+    });
+    assert.ok(profile.prefill.every((p) => p.interleavedMs === undefined));
+    const notes = progress.filter((p) => p.phase === "interleave").map(describeSweepProgress);
+    assert.deepEqual(notes, [
+      "interleaved prefill of 64 tokens: not measured (--output-tokens 4 leaves too few tokens to see a step before and during a prefill); the planner uses TTFT",
+    ]);
+  } finally {
+    await engine.close();
+  }
 });

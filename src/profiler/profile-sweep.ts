@@ -5,7 +5,9 @@ import { type Clock, RealClock } from "../runtime/index.js";
 import {
   type DecodeMeasurement,
   decodeFits,
+  type InterleavedMeasurement,
   measureDecode,
+  measureInterleaved,
   measurePrefill,
   type PrefillMeasurement,
 } from "./point-measurements.js";
@@ -15,7 +17,11 @@ import { SweepRequests } from "./sweep-requests.js";
 /** One measured point, as the sweep reports it while it runs. */
 export type SweepProgress =
   | ({ readonly phase: "prefill" } & PrefillMeasurement)
-  | ({ readonly phase: "decode" } & DecodeMeasurement);
+  | ({ readonly phase: "decode" } & DecodeMeasurement)
+  | ({ readonly phase: "interleave"; readonly inputTokens: number } & InterleavedMeasurement);
+
+/** The decode batch a prefill joins when its interleaving is measured: at most this many sequences. */
+const INTERLEAVE_CONCURRENCY = 8;
 
 export interface ProfileSweepOptions {
   /** Prompt lengths of the prefill sweep (`--input-lengths`). Default: `defaultSweepAxes`. */
@@ -127,7 +133,10 @@ export function compileSweepOptions(info: EngineInfo, options: ProfileSweepOptio
 
 /**
  * Measures `engine`: first the prefill points, one request at a time, then the decode grid, each
- * cell a batch started at once. Returns the profile, already checked by `parseProfile`. Throws
+ * cell a batch started at once, then what a prefill of each input length adds to the steps of a
+ * decode batch it joins (`measureInterleaved`, with the largest profiled concurrency up to 8 at the
+ * shortest context length), kept on the prefill points as `interleavedMs` when every length could
+ * be measured. Returns the profile, already checked by `parseProfile`. Throws
  * `CONFIG_INVALID` from `compileSweepOptions` before any request, and the engine's errors.
  */
 export async function runProfileSweep(engine: Engine, options: ProfileSweepOptions = {}): Promise<ProfileDocument> {
@@ -154,10 +163,25 @@ export async function runProfileSweep(engine: Engine, options: ProfileSweepOptio
       options.onProgress?.({ phase: "decode", ...measured });
     }
   }
+  const concurrency = compiled.concurrency.filter((c) => c <= INTERLEAVE_CONCURRENCY).at(-1) ?? compiled.concurrency[0]!;
+  const interleaved: number[] = [];
+  for (const { inputTokens } of prefill) {
+    const measured = await measureInterleaved(
+      context,
+      inputTokens,
+      concurrency,
+      compiled.contextLengths[0]!,
+      compiled.outputTokens,
+    );
+    options.onProgress?.({ phase: "interleave", inputTokens, ...measured });
+    if (!measured.measured) break;
+    interleaved.push(measured.interleavedMs);
+  }
   const document: ProfileDocument = {
     version: PROFILE_VERSION,
     ...(options.description === undefined ? {} : { description: options.description }),
-    prefill,
+    prefill:
+      interleaved.length === prefill.length ? prefill.map((point, k) => ({ ...point, interleavedMs: interleaved[k]! })) : prefill,
     decode,
   };
   parseProfile(document, "the profile sweep's result");
@@ -169,6 +193,11 @@ export async function runProfileSweep(engine: Engine, options: ProfileSweepOptio
  * `decode concurrency 8, context 1024, 64 output tokens: ITL 6.17 ms, 1296 tokens/s, KV 0.8%`.
  */
 export function describeSweepProgress(progress: SweepProgress): string {
+  if (progress.phase === "interleave") {
+    if (!progress.measured)
+      return `interleaved prefill of ${progress.inputTokens} tokens: not measured (${progress.reason}); the planner uses TTFT`;
+    return `interleaved prefill of ${progress.inputTokens} tokens: adds ${progress.interleavedMs.toFixed(1)} ms to the steps of ${progress.concurrency} decoding sequences (context ${progress.contextTokens})`;
+  }
   if (progress.phase === "prefill") {
     const { inputTokens, ttftMs, tokensPerSecond } = progress.point;
     const runs = progress.ttftSamplesMs.length;
