@@ -256,6 +256,8 @@ export async function measureInterleaved(
     if (prefill || deltas.some((n) => n < WARM_GAPS + 1)) return;
     sentAt = clock.now();
     prefill = traceRequest(engine, requests.next("interleave", inputTokens, 1), clock, signal);
+    // Handled at once (the batch stops), so a failure before the batch ends is no unhandled rejection.
+    prefill.catch(() => batch.abort());
   };
   const fail = (error: unknown): never => {
     batch.abort();
@@ -270,7 +272,7 @@ export async function measureInterleaved(
         }).catch(fail),
       ),
     );
-    return { traces, prefill: await prefill?.catch(fail) };
+    return { traces, prefill: await prefill };
   });
   const firstAt = decoding.prefill?.deltas[0]?.atMs;
   if (sentAt === undefined || firstAt === undefined) {
