@@ -38,38 +38,17 @@ test("a profile is read from its text: prefill sorted by input length, decode as
 });
 
 test("prefill is piecewise linear in input length and clamped outside the profiled range", () => {
+  const at = (inputTokens: number) => {
+    const { ttftMs, tokensPerSecond, interleavedMs, clamped } = interpolatePrefill(profile, inputTokens);
+    return { ttftMs, tokensPerSecond, interleavedMs, clamped };
+  };
   // 1500 is halfway from 1000 to 2000: TTFT 100 + 0.5·(250 − 100) = 175, throughput 10000 + 0.5·(8000 − 10000) = 9000.
-  assert.deepEqual(interpolatePrefill(profile, 1500), {
-    ttftMs: 175,
-    tokensPerSecond: 9000,
-    interleavedMs: undefined,
-    clamped: false,
-  });
+  assert.deepEqual(at(1500), { ttftMs: 175, tokensPerSecond: 9000, interleavedMs: undefined, clamped: false });
   // 3000 is halfway from 2000 to 4000: 250 + 0.5·550 = 525, 8000 − 0.5·3000 = 6500.
-  assert.deepEqual(interpolatePrefill(profile, 3000), {
-    ttftMs: 525,
-    tokensPerSecond: 6500,
-    interleavedMs: undefined,
-    clamped: false,
-  });
-  assert.deepEqual(interpolatePrefill(profile, 4000), {
-    ttftMs: 800,
-    tokensPerSecond: 5000,
-    interleavedMs: undefined,
-    clamped: false,
-  });
-  assert.deepEqual(interpolatePrefill(profile, 200), {
-    ttftMs: 100,
-    tokensPerSecond: 10000,
-    interleavedMs: undefined,
-    clamped: true,
-  });
-  assert.deepEqual(interpolatePrefill(profile, 9000), {
-    ttftMs: 800,
-    tokensPerSecond: 5000,
-    interleavedMs: undefined,
-    clamped: true,
-  });
+  assert.deepEqual(at(3000), { ttftMs: 525, tokensPerSecond: 6500, interleavedMs: undefined, clamped: false });
+  assert.deepEqual(at(4000), { ttftMs: 800, tokensPerSecond: 5000, interleavedMs: undefined, clamped: false });
+  assert.deepEqual(at(200), { ttftMs: 100, tokensPerSecond: 10000, interleavedMs: undefined, clamped: true });
+  assert.deepEqual(at(9000), { ttftMs: 800, tokensPerSecond: 5000, interleavedMs: undefined, clamped: true });
 });
 
 test("decode is bilinear over the grid and clamped at its edges", () => {

@@ -119,11 +119,7 @@ async function measureDecodeBatch(
     const load = engine.load();
     if (load.totalKvBlocks > 0) peakKvUsage = Math.max(peakKvUsage, load.activeKvBlocks / load.totalKvBlocks);
   };
-  // One failed request stops the others of its batch.
-  const batch = new AbortController();
-  const signal = AbortSignal.any([context.signal, batch.signal]);
-  // Every request of the batch listens on it: that many listeners is the design, not a leak.
-  setMaxListeners(concurrency + 10, signal);
+  const { batch, signal } = batchSignal(context, concurrency);
   const traces = await runOnClock(clock, () =>
     Promise.all(
       Array.from({ length: concurrency }, () =>
@@ -202,6 +198,18 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/**
+ * The signal a batch of `concurrency` requests runs under: the sweep's, and `batch`, which one failed
+ * request aborts to stop the others.
+ */
+function batchSignal(context: MeasurementContext, concurrency: number): { batch: AbortController; signal: AbortSignal } {
+  const batch = new AbortController();
+  const signal = AbortSignal.any([context.signal, batch.signal]);
+  // Every request of the batch listens on it: that many listeners is the design, not a leak.
+  setMaxListeners(concurrency + 10, signal);
+  return { batch, signal };
+}
+
 /** What `measureInterleaved` found: the prefill's share of the decode steps it joined, or why it could not tell. */
 export type InterleavedMeasurement =
   | { readonly measured: true; readonly interleavedMs: number; readonly concurrency: number; readonly contextTokens: number }
@@ -246,9 +254,7 @@ export async function measureInterleaved(
       reason: `--output-tokens ${outputTokens} leaves too few tokens to see a step before and during a prefill`,
     };
   }
-  const batch = new AbortController();
-  const signal = AbortSignal.any([context.signal, batch.signal]);
-  setMaxListeners(concurrency + 10, signal);
+  const { batch, signal } = batchSignal(context, concurrency);
   const deltas = Array.from({ length: concurrency }, () => 0);
   let sentAt: number | undefined;
   let prefill: Promise<RequestTrace> | undefined;

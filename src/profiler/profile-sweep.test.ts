@@ -17,9 +17,9 @@ const KV_BLOCKS = 1024;
 const OUTPUT_TOKENS = 32;
 
 /** A mocker on a virtual clock with Dynamo's polynomial step times, and a small cache so KV usage moves. */
-function mocker(): { engine: MockerEngine; clock: VirtualClock } {
+function mocker(kvBlocks = KV_BLOCKS): { engine: MockerEngine; clock: VirtualClock } {
   const clock = new VirtualClock();
-  const engine = new MockerEngine({ clock, blockSize: BLOCK_SIZE, kvBlocks: KV_BLOCKS, timing: polynomialTimingModel(1) });
+  const engine = new MockerEngine({ clock, blockSize: BLOCK_SIZE, kvBlocks, timing: polynomialTimingModel(1) });
   return { engine, clock };
 }
 
@@ -178,8 +178,7 @@ test("sweep options that the engine cannot hold are refused naming the flag", ()
 
 test("on the mocker, what a prefill adds to the decode steps it joins is the timing model's prefill time", async () => {
   // A cache so large that the prefill's blocks move KV usage, and so the decode step, by < 0.01 ms.
-  const clock = new VirtualClock();
-  const engine = new MockerEngine({ clock, blockSize: BLOCK_SIZE, kvBlocks: 1 << 20, timing: polynomialTimingModel(1) });
+  const { engine, clock } = mocker(1 << 20);
   const model = polynomialTimingModel(1);
   const progress: SweepProgress[] = [];
   try {

@@ -17,6 +17,8 @@ const report = {
 
 test("a traffic report passes unchanged, on the frontend's own subject", () => {
   assert.deepEqual(trafficReportSchema.parse(report), report);
+  // Arrivals are optional (older frontends send none) and may outnumber the requests that finished.
+  assert.deepEqual(trafficReportSchema.parse({ ...report, arrivals: 7 }), { ...report, arrivals: 7 });
   assert.equal(subjects.trafficReport(report.frontendId), "armature.traffic.frontend-1a2b3c4d");
   assert.equal(subjects.allTrafficReports, "armature.traffic.*");
 });
@@ -26,6 +28,9 @@ test("a malformed traffic report is refused by the field at fault", () => {
     [{ ...report, requests: -1 }, /^requests must be in 0\.\./],
     [{ ...report, requests: 1.5 }, /^requests must be an integer/],
     [{ ...report, requests: 2 ** 21 }, /^requests must be in 0\.\.1048576/],
+    [{ ...report, arrivals: -2 }, /^arrivals must be in 0\.\./],
+    [{ ...report, arrivals: 2.5 }, /^arrivals must be an integer/],
+    [{ ...report, arrivals: "7" }, /^arrivals must be an integer/],
     [{ ...report, inputTokens: "600" }, /^inputTokens must be an integer/],
     [{ ...report, ttftMsSum: Number.POSITIVE_INFINITY }, /^ttftMsSum must be a finite number/],
     [{ ...report, itlMsSum: -3 }, /^itlMsSum must be in 0\.\./],
