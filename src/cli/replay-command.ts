@@ -10,6 +10,7 @@ import {
 import { type CompiledPlannerOptions, compilePlannerOptions } from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
+import { DEFAULT_OVERLAP_WEIGHT } from "../router/index.js";
 import {
   loadTrace,
   type PlannerReplayReport,
@@ -78,7 +79,7 @@ export async function replayCommand(
       "transfer-gbps": { type: "string", default: "2" },
       "transfer-alpha-ms": { type: "string", default: "0.15" },
       "kv-bytes-per-token": { type: "string", default: "131072" },
-      "kv-overlap-weight": { type: "string", default: "1" },
+      "kv-overlap-weight": { type: "string", default: String(DEFAULT_OVERLAP_WEIGHT) },
       "host-kv-blocks": { type: "string", default: "0" },
       "host-gbps": { type: "string", default: "25" },
       "disk-kv-blocks": { type: "string", default: "0" },

@@ -336,7 +336,7 @@ export const serveSettings: Record<string, Setting> = {
   "kv-overlap-weight": {
     type: "number",
     env: "ARMATURE_KV_OVERLAP_WEIGHT",
-    help: "kv router: weight of prefill work against decode load in the cost (default 1, Dynamo's)",
+    help: "kv router: weight of prefill work against decode load in the cost (default 4; Dynamo's is 1)",
   },
   "lower-tier-weight": {
     type: "number",

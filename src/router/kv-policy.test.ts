@@ -113,9 +113,22 @@ test("a per-request overlap weight of 0 leaves only decode load to compare (Dyna
   // b also decodes another request: 6 blocks, its prefill done.
   activeLoad.add("other", "b", 0, 6);
   const request = { model: "m", tokenIds: tokens(20) };
-  // weight 1: a = 20/4 + 5 = 10; b = 4/4 + (6 + 1) = 8. weight 0: a = 5; b = 7.
+  // weight 4 (the default): a = 4 × 20/4 + 5 = 25; b = 4 × 4/4 + (6 + 1) = 11. weight 0: a = 5; b = 7.
   assert.equal(policy.select([view("a"), view("b")], request).id, "b");
   assert.equal(policy.select([view("a"), view("b")], { ...request, overrides: { overlapWeight: 0 } }).id, "a");
+  await close();
+});
+
+test("by default a cached prefix outweighs a decode load that Dynamo's weight 1 would flee (weight 4)", async () => {
+  const { policy, cache, activeLoad, close } = setup();
+  cache("cached", tokens(16));
+  // The worker caching 4 of the request's 5 blocks decodes another request holding 10 blocks.
+  activeLoad.add("other", "cached", 0, 10);
+  const request = { model: "m", tokenIds: tokens(20) };
+  // weight w: cached = w × 4/4 + (10 + 5 − 4); idle = w × 20/4 + 5.
+  // w = 4: 15 against 25, the prefix wins; w = 1: 12 against 10, the idle worker wins.
+  assert.equal(policy.select([view("idle"), view("cached")], request).id, "cached");
+  assert.equal(policy.select([view("idle"), view("cached")], { ...request, overrides: { overlapWeight: 1 } }).id, "idle");
   await close();
 });
 

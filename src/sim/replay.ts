@@ -70,7 +70,7 @@ export interface ReplayOptions {
   /** Tokens per trace hash id. Default 512. */
   readonly traceBlockSize?: number;
   readonly timing?: TimingModel;
-  /** KV policy's weight of prefill work against decode load. Default 1 (Dynamo's). */
+  /** KV policy's weight of prefill work against decode load. Default the router's (`DEFAULT_OVERLAP_WEIGHT`). */
   readonly overlapWeight?: number;
   /** When a worker counts as busy and how many requests may wait for one (the router's defaults). */
   readonly busy?: BusyThresholds;
