@@ -9,7 +9,6 @@ import { invalidMessageLogger } from "./process-guards.js";
 import { resolveServeOptions, type ServeOptions } from "./serve-options.js";
 import { untilSignal } from "./signals.js";
 import { startFrontend } from "./start-frontend.js";
-import { startWorkers } from "./start-workers.js";
 
 /** The runtime of a process of a distributed deployment, on `--bus` and `--discovery`. */
 export async function connect(options: ServeOptions, logger: Logger): Promise<Runtime> {
@@ -106,6 +105,8 @@ export async function workerCommand(argv: readonly string[], out: (t: string) =>
           meter,
           invalidMessages: runtime.invalidMessages,
         });
+  // Loaded here: engines (llama.cpp's bindings among them) are a worker's, not a frontend's or a router's.
+  const { startWorkers } = await import("./start-workers.js");
   const { workers, modelName, tracing } = await startWorkers(options, runtime, logger, meter);
   out(
     `armature worker ${workers.map((w) => w.id).join(", ")} serving '${modelName}' (${options.engine}) on ${redactUrl(options.bus ?? "")}${metrics ? `, metrics at ${metrics.url}/metrics` : ""}\n`,

@@ -1,27 +1,6 @@
-import { resolve } from "node:path";
-import {
-  ensureTinyLora,
-  ensureTinyModel,
-  ensureTinyRanker,
-  writeTinyLora,
-  writeTinyModel,
-  writeTinyRanker,
-} from "../engines/index.js";
 import { createLogger } from "../observability/index.js";
-import { ArmatureError, isArmatureError } from "../protocol/index.js";
-import { BENCH_USAGE, benchCommand } from "./bench-command.js";
-import { frontendCommand, routerCommand, workerCommand } from "./distributed-commands.js";
-import { startEmbeddedDeployment } from "./embedded-deployment.js";
-import { HASH_USAGE, hashCommand } from "./hash-command.js";
-import { refuseMetricsPort } from "./metrics-endpoint.js";
-import { PLANNER_USAGE, plannerCommand } from "./planner-command.js";
+import { isArmatureError } from "../protocol/index.js";
 import { installLastResortHandlers } from "./process-guards.js";
-import { PROFILE_USAGE, profileCommand } from "./profile-command.js";
-import { REPLAY_USAGE, replayCommand } from "./replay-command.js";
-import { resolveServeOptions, serveUsage } from "./serve-options.js";
-import { untilSignal } from "./signals.js";
-import { TRACE_USAGE, traceCommand } from "./trace-command.js";
-import { upCommand } from "./up-command.js";
 
 const USAGE = `armature — serve large language models with an OpenAI-compatible API
 
@@ -52,31 +31,82 @@ const err = (text: string): void => {
   process.stderr.write(text);
 };
 
-/** Each command: how to run it, and the usage `--help` prints. */
-const commands: Record<string, { run: (argv: readonly string[]) => Promise<number> | number; usage: () => string }> = {
-  serve: { run: (argv) => serve(argv), usage: serveUsage },
-  worker: {
-    run: (argv) => workerCommand(argv, out),
-    usage: () => `usage: armature worker --bus nats://H:P --discovery etcd://H:P [serve's engine flags]\n\n${serveUsage()}`,
+interface Command {
+  run(argv: readonly string[]): Promise<number> | number;
+  /** The usage `--help` prints. */
+  usage(): string;
+}
+
+/**
+ * Each command, loaded when it is asked for: a command imports only what it runs (a frontend or a
+ * replay never loads llama.cpp's bindings, which only workers and the tokenizers of GGUF models need).
+ */
+const commands: Record<string, () => Promise<Command>> = {
+  serve: async () => {
+    const [{ serveCommand }, { serveUsage }] = await Promise.all([import("./serve-command.js"), import("./serve-options.js")]);
+    return { run: serveCommand, usage: serveUsage };
   },
-  frontend: {
-    run: (argv) => frontendCommand(argv, out),
-    usage: () =>
-      `usage: armature frontend --bus nats://H:P --discovery etcd://H:P [serve's HTTP and router flags]\n\n${serveUsage()}`,
+  worker: async () => {
+    const [{ workerCommand }, { serveUsage }] = await Promise.all([
+      import("./distributed-commands.js"),
+      import("./serve-options.js"),
+    ]);
+    return {
+      run: (argv) => workerCommand(argv, out),
+      usage: () => `usage: armature worker --bus nats://H:P --discovery etcd://H:P [serve's engine flags]\n\n${serveUsage()}`,
+    };
   },
-  router: {
-    run: (argv) => routerCommand(argv, out),
-    usage: () =>
-      `usage: armature router --bus nats://H:P --discovery etcd://H:P [--block-size B] [--kv-events on|off]\n\nFrontends started with --router remote ask it which worker serves each request.`,
+  frontend: async () => {
+    const [{ frontendCommand }, { serveUsage }] = await Promise.all([
+      import("./distributed-commands.js"),
+      import("./serve-options.js"),
+    ]);
+    return {
+      run: (argv) => frontendCommand(argv, out),
+      usage: () =>
+        `usage: armature frontend --bus nats://H:P --discovery etcd://H:P [serve's HTTP and router flags]\n\n${serveUsage()}`,
+    };
   },
-  planner: { run: (argv) => plannerCommand(argv, out), usage: () => PLANNER_USAGE },
-  up: { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" },
-  model: { run: (argv) => model(argv), usage: () => MODEL_USAGE },
-  replay: { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE },
-  bench: { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE },
-  profile: { run: (argv) => profileCommand(argv, out, err), usage: () => PROFILE_USAGE },
-  hash: { run: (argv) => hashCommand(argv, out), usage: () => HASH_USAGE },
-  trace: { run: (argv) => traceCommand(argv, out), usage: () => TRACE_USAGE },
+  router: async () => {
+    const { routerCommand } = await import("./distributed-commands.js");
+    return {
+      run: (argv) => routerCommand(argv, out),
+      usage: () =>
+        `usage: armature router --bus nats://H:P --discovery etcd://H:P [--block-size B] [--kv-events on|off]\n\nFrontends started with --router remote ask it which worker serves each request.`,
+    };
+  },
+  planner: async () => {
+    const { PLANNER_USAGE, plannerCommand } = await import("./planner-command.js");
+    return { run: (argv) => plannerCommand(argv, out), usage: () => PLANNER_USAGE };
+  },
+  up: async () => {
+    const { upCommand } = await import("./up-command.js");
+    return { run: (argv) => upCommand(argv, out), usage: () => "usage: armature up CLUSTER.yaml   (see examples/cluster.yaml)" };
+  },
+  model: async () => {
+    const { MODEL_USAGE, modelCommand } = await import("./model-command.js");
+    return { run: modelCommand, usage: () => MODEL_USAGE };
+  },
+  replay: async () => {
+    const { REPLAY_USAGE, replayCommand } = await import("./replay-command.js");
+    return { run: (argv) => replayCommand(argv, out, err), usage: () => REPLAY_USAGE };
+  },
+  bench: async () => {
+    const { BENCH_USAGE, benchCommand } = await import("./bench-command.js");
+    return { run: (argv) => benchCommand(argv, out, err), usage: () => BENCH_USAGE };
+  },
+  profile: async () => {
+    const { PROFILE_USAGE, profileCommand } = await import("./profile-command.js");
+    return { run: (argv) => profileCommand(argv, out, err), usage: () => PROFILE_USAGE };
+  },
+  hash: async () => {
+    const { HASH_USAGE, hashCommand } = await import("./hash-command.js");
+    return { run: (argv) => hashCommand(argv, out), usage: () => HASH_USAGE };
+  },
+  trace: async () => {
+    const { TRACE_USAGE, traceCommand } = await import("./trace-command.js");
+    return { run: (argv) => traceCommand(argv, out), usage: () => TRACE_USAGE };
+  },
 };
 
 /** Runs the CLI; returns the process exit code. */
@@ -86,11 +116,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     out(USAGE);
     return name === undefined ? 1 : 0;
   }
-  const command = commands[name];
-  if (!command) {
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (!load) {
     err(`armature: unknown command '${name}'\n\n${USAGE}`);
     return 2;
   }
+  const command = await load();
   if (rest.includes("--help") || rest.includes("-h")) {
     out(`${command.usage()}\n`);
     return 0;
@@ -107,62 +138,4 @@ export async function main(argv: readonly string[]): Promise<number> {
   } finally {
     removeGuards?.();
   }
-}
-
-async function serve(argv: readonly string[]): Promise<number> {
-  const options = resolveServeOptions(argv);
-  refuseMetricsPort("serve", options.metricsPort);
-  if (options.frontendProcesses > 1) {
-    throw new ArmatureError(
-      "CONFIG_INVALID",
-      "--frontend-processes is for armature frontend: armature serve keeps its workers in its one process; run the workers with armature worker (or armature up) and the frontends with armature frontend --frontend-processes N on --bus and --discovery",
-    );
-  }
-  const logger = createLogger({ level: options.logLevel });
-  const deployment = await startEmbeddedDeployment(options, logger);
-  process.stdout.write(
-    `armature serving ${deployment.modelNames.length > 1 ? `models ${deployment.modelNames.map((n) => `'${n}'`).join(", ")}` : `model '${deployment.modelName}'`} (${options.engine}, ${describeWorkers(deployment.workers.map((w) => w.card.role))}) at ${deployment.frontend.url}/v1\n`,
-  );
-  await untilSignal(logger);
-  await deployment.close();
-  process.stdout.write("armature stopped\n");
-  return 0;
-}
-
-const MODEL_USAGE = "usage: armature model tiny|tiny-lora|tiny-ranker [--out FILE]";
-
-/**
- * `armature model tiny` writes the generated model; `tiny-lora` its LoRA adapter (see
- * `buildTinyLora`); `tiny-ranker` a ranking model made from it (see `buildTinyRanker`).
- */
-async function model(argv: readonly string[]): Promise<number> {
-  const [kind, flag, value] = argv;
-  const generated =
-    kind === "tiny"
-      ? { write: writeTinyModel, ensure: ensureTinyModel }
-      : kind === "tiny-lora"
-        ? { write: writeTinyLora, ensure: ensureTinyLora }
-        : kind === "tiny-ranker"
-          ? { write: writeTinyRanker, ensure: ensureTinyRanker }
-          : undefined;
-  if (!generated || (flag !== undefined && !(flag === "--out" && value)) || argv.length > 3) {
-    process.stderr.write(`${MODEL_USAGE}\n`);
-    return 2;
-  }
-  if (flag === "--out" && value) {
-    const path = resolve(value);
-    await generated.write(path);
-    process.stdout.write(`${path}\n`);
-    return 0;
-  }
-  process.stdout.write(`${await generated.ensure()}\n`);
-  return 0;
-}
-
-/** "2 workers", or "1 prefill + 2 decode workers". */
-function describeWorkers(roles: readonly string[]): string {
-  const count = (role: string): number => roles.filter((r) => r === role).length;
-  const plural = roles.length > 1 ? "s" : "";
-  if (count("prefill") === 0) return `${roles.length} worker${plural}`;
-  return `${count("prefill")} prefill + ${count("decode")} decode worker${plural}`;
 }

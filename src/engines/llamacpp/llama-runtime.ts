@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { getLlama, type Llama, LlamaLogLevel, type LlamaModel } from "node-llama-cpp";
+import type { Llama, LlamaModel } from "node-llama-cpp";
 import { ArmatureError } from "../../protocol/index.js";
 
 /** `--gpu`: which llama.cpp build runs the model. */
@@ -35,21 +35,25 @@ export function llamaRuntime(options: { readonly gpu?: GpuChoice } = {}): Promis
   if (shared) return shared.llama;
   const choice = wanted ?? "off";
   const gpu = choice === "off" || (choice === "auto" && !hasGpuDevice()) ? false : choice;
-  const llama = getLlama({
-    gpu,
-    build: "never",
-    // Contexts set their own threads (`defaultThreads`); this only lifts node-llama-cpp's cap.
-    maxThreads: availableParallelism(),
-    logLevel: LlamaLogLevel.error,
-    progressLogs: false,
-  }).catch((cause: unknown) => {
-    shared = undefined;
-    throw new ArmatureError(
-      "CONFIG_INVALID",
-      `--gpu ${choice}: node-llama-cpp has no working ${choice === "auto" ? "" : `${choice} `}llama.cpp build on this machine (${(cause as Error).message}); --gpu off runs on the CPU`,
-      { cause },
-    );
-  });
+  const llama = llamaBindings()
+    .then(({ getLlama, LlamaLogLevel }) =>
+      getLlama({
+        gpu,
+        build: "never",
+        // Contexts set their own threads (`defaultThreads`); this only lifts node-llama-cpp's cap.
+        maxThreads: availableParallelism(),
+        logLevel: LlamaLogLevel.error,
+        progressLogs: false,
+      }),
+    )
+    .catch((cause: unknown) => {
+      shared = undefined;
+      throw new ArmatureError(
+        "CONFIG_INVALID",
+        `--gpu ${choice}: node-llama-cpp has no working ${choice === "auto" ? "" : `${choice} `}llama.cpp build on this machine (${(cause as Error).message}); --gpu off runs on the CPU`,
+        { cause },
+      );
+    });
   shared = { choice, llama };
   return llama;
 }
@@ -119,4 +123,23 @@ export async function loadModel(options: {
       },
     );
   }
+}
+
+type Bindings = typeof import("node-llama-cpp");
+let bindings: Bindings | undefined;
+
+/**
+ * node-llama-cpp, imported on first use rather than with this folder: frontends, routers and
+ * replays import the engines without running llama.cpp, and the bindings take half a second and
+ * 40 MB to load. A GGUF tokenizer, a llama.cpp engine or a LoRA file check loads them.
+ */
+export async function llamaBindings(): Promise<Bindings> {
+  bindings ??= await import("node-llama-cpp");
+  return bindings;
+}
+
+/** The bindings once loaded: for code that runs only with a model that `llamaRuntime` loaded. */
+export function loadedLlamaBindings(): Bindings {
+  if (!bindings) throw new Error("node-llama-cpp is used before llamaRuntime loaded it");
+  return bindings;
 }

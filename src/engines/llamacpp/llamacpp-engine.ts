@@ -1,11 +1,4 @@
-import {
-  type Llama,
-  type LlamaContext,
-  type LlamaGrammar,
-  LlamaGrammarEvaluationState,
-  type LlamaModel,
-  type Token,
-} from "node-llama-cpp";
+import type { Llama, LlamaContext, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
 import { wantsKvbm } from "../../kvbm/index.js";
 import {
   ArmatureError,
@@ -31,7 +24,7 @@ import { kvBytesPerToken } from "./kv-size.js";
 import { exportState } from "./kv-suffix.js";
 import { KvbmConnector } from "./kvbm-connector.js";
 import { type ContextSettings, createContext, KV_ELEMENT_BYTES } from "./llama-context.js";
-import { defaultThreads, loadModel } from "./llama-runtime.js";
+import { defaultThreads, loadedLlamaBindings, loadModel } from "./llama-runtime.js";
 import { LlamaEmbedder } from "./llamacpp-embedder.js";
 import type { LlamaCppEngineOptions } from "./llamacpp-engine-options.js";
 import { LlamaRanker } from "./llamacpp-ranker.js";
@@ -386,7 +379,9 @@ export class LlamaCppEngine implements Engine {
     }
     const budget = Math.min(request.maxTokens, this.info.contextLength - tokens.length);
     const generated: number[] = [];
-    const grammarState = grammar ? new LlamaGrammarEvaluationState({ model: this.#model, grammar }) : undefined;
+    const grammarState = grammar
+      ? new (loadedLlamaBindings().LlamaGrammarEvaluationState)({ model: this.#model, grammar })
+      : undefined;
     const tokenBias = tokenBiasFor(this.#model, request, this.info.eosTokenIds ?? [], generated);
     const evaluateOptions = {
       ...toEvaluateOptions(request.sampling, generated, grammarState),

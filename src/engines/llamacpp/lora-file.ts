@@ -1,5 +1,6 @@
-import { type LlamaModel, readGgufFileInfo } from "node-llama-cpp";
+import type { LlamaModel } from "node-llama-cpp";
 import { ArmatureError } from "../../protocol/index.js";
+import { llamaBindings } from "./llama-runtime.js";
 
 /**
  * Checks that `path` is a LoRA adapter GGUF for `model`'s architecture, as llama.cpp's loader
@@ -10,6 +11,7 @@ import { ArmatureError } from "../../protocol/index.js";
 export async function checkLoraFile(path: string, model: LlamaModel, flag: string): Promise<void> {
   let metadata: Record<string, unknown>;
   try {
+    const { readGgufFileInfo } = await llamaBindings();
     const info = await readGgufFileInfo(path, { readTensorInfo: false, sourceType: "filesystem", logWarnings: false });
     metadata = info.metadata as unknown as Record<string, unknown>;
   } catch (cause) {

@@ -1,5 +1,6 @@
-import { type LlamaContextSequence, type LlamaModel, type SequenceEvaluateOptions, type Token, TokenBias } from "node-llama-cpp";
+import type { LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token, TokenBias } from "node-llama-cpp";
 import type { GenerateRequest, TokenLogprob } from "../../protocol/index.js";
+import { loadedLlamaBindings } from "./llama-runtime.js";
 
 /** A token llama.cpp sampled, with its log-probabilities when the request asked for them. */
 export interface SampledToken {
@@ -85,7 +86,7 @@ export function tokenBiasFor(
  * skips end-of-generation tokens, which `logit_bias` and `min_tokens` must reach.
  */
 function biasOf(model: LlamaModel, entries: readonly [number, number][]): TokenBias {
-  const bias = TokenBias.for(model);
+  const bias = loadedLlamaBindings().TokenBias.for(model);
   const biases = (bias as unknown as { _biases: Map<number, number> })._biases;
   for (const [token, logit] of entries) biases.set(token, logit);
   return bias;
