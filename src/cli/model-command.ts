@@ -6,7 +6,7 @@ import {
   writeTinyLora,
   writeTinyModel,
   writeTinyRanker,
-} from "../engines/tiny-model/model-cache.js";
+} from "../engines/index.js";
 
 export const MODEL_USAGE = "usage: armature model tiny|tiny-lora|tiny-ranker [--out FILE]";
 
