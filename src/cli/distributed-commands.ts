@@ -195,6 +195,7 @@ export async function routerCommand(argv: readonly string[], out: (t: string) =>
       blockSize,
       activeLoad,
       overlapWeight: options.kvOverlapWeight,
+      temperature: options.routerTemperature,
       lowerTierWeight: options.lowerTierWeight,
     }),
     workers,

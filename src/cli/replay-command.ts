@@ -29,7 +29,7 @@ import { plannerSizingFlags } from "./serve-settings.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
-       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W]
+       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W] [--router-temperature T]
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
        [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--priority-reserve F]
@@ -80,6 +80,7 @@ export async function replayCommand(
       "transfer-alpha-ms": { type: "string", default: "0.15" },
       "kv-bytes-per-token": { type: "string", default: "131072" },
       "kv-overlap-weight": { type: "string", default: String(DEFAULT_OVERLAP_WEIGHT) },
+      "router-temperature": { type: "string", default: "0" },
       "host-kv-blocks": { type: "string", default: "0" },
       "host-gbps": { type: "string", default: "25" },
       "disk-kv-blocks": { type: "string", default: "0" },
@@ -190,6 +191,7 @@ export async function replayCommand(
       policy,
       workers,
       overlapWeight: number("kv-overlap-weight", values["kv-overlap-weight"], 0),
+      routerTemperature: number("router-temperature", values["router-temperature"], 0),
       ...disaggregation,
       slo,
       speedup,

@@ -41,11 +41,25 @@ test("a config file with unknown keys is refused", async () => {
 test("disaggregation, router and transfer settings parse, and bad ones are refused by name", () => {
   const o = resolveServeOptions(
     ["--prefill", "2", "--decode", "3", "--disagg-threshold", "512", "--kv-overlap-weight", "8", "--durable-kv-events", "on"],
-    { ARMATURE_ROLE: "decode", ARMATURE_TRANSFER_HOST: "0.0.0.0" },
+    { ARMATURE_ROLE: "decode", ARMATURE_TRANSFER_HOST: "0.0.0.0", ARMATURE_ROUTER_TEMPERATURE: "0.5" },
   );
   assert.deepEqual(
-    [o.prefillWorkers, o.decodeWorkers, o.disaggThreshold, o.kvOverlapWeight, o.durableKvEvents, o.role, o.transferHost],
-    [2, 3, 512, 8, true, "decode", "0.0.0.0"],
+    [
+      o.prefillWorkers,
+      o.decodeWorkers,
+      o.disaggThreshold,
+      o.kvOverlapWeight,
+      o.routerTemperature,
+      o.durableKvEvents,
+      o.role,
+      o.transferHost,
+    ],
+    [2, 3, 512, 8, 0.5, true, "decode", "0.0.0.0"],
+  );
+  assert.equal(resolveServeOptions([], {}).routerTemperature, undefined, "unset: the policy's 0");
+  assert.throws(
+    () => resolveServeOptions(["--router-temperature=-1"], {}),
+    /--router-temperature \(ARMATURE_ROUTER_TEMPERATURE\) must be a number ≥ 0/,
   );
   assert.throws(
     () => resolveServeOptions(["--role", "router"], {}),

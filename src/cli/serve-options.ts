@@ -127,8 +127,10 @@ export interface ServeOptions {
   readonly transferSecret: string | undefined;
   /** Keep KV events in JetStream so a router that starts late rebuilds its index from them. */
   readonly durableKvEvents: boolean;
-  /** KV router: weight of prefill work against decode load in the cost (Dynamo's default 1). */
+  /** KV router: weight of prefill work against decode load in the cost (default 4; Dynamo's 1). */
   readonly kvOverlapWeight: number | undefined;
+  /** KV router: above 0, a softmax over the costs is sampled instead of taking the cheapest. */
+  readonly routerTemperature: number | undefined;
   readonly lowerTierWeight: number | undefined;
   readonly kvBlocks: number | undefined;
   readonly hostKvBlocks: number | undefined;
@@ -367,6 +369,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     transferSecret: str("transfer-secret"),
     durableKvEvents: str("durable-kv-events") === "on",
     kvOverlapWeight: num("kv-overlap-weight", false, 0),
+    routerTemperature: num("router-temperature", false, 0),
     lowerTierWeight: num("lower-tier-weight", false, 0),
     kvBlocks: num("kv-blocks", true, 1),
     hostKvBlocks: num("host-kv-blocks", true, 0),

@@ -338,6 +338,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_KV_OVERLAP_WEIGHT",
     help: "kv router: weight of prefill work against decode load in the cost (default 4; Dynamo's is 1)",
   },
+  "router-temperature": {
+    type: "number",
+    env: "ARMATURE_ROUTER_TEMPERATURE",
+    help: "kv router: above 0, pick a worker by a softmax over the costs at this temperature instead of the cheapest (default 0, Dynamo's)",
+  },
   "lower-tier-weight": {
     type: "number",
     env: "ARMATURE_LOWER_TIER_WEIGHT",

@@ -120,3 +120,21 @@ test("KV events that arrive later cannot find more cached prefix: the hit rate f
     `hit rates ${rates}`,
   );
 });
+
+test("--router-temperature reaches the KV policy: above 0 it samples workers, so a shared prefix is hit less often", async () => {
+  // Twenty requests a second apart sharing 7 of their 8 blocks: at temperature 0 every one after the
+  // first goes to the worker that caches the prefix; at a high temperature the choice is nearly
+  // uniform over 8 workers, and a request that lands on a worker without the prefix recomputes it.
+  const trace: TraceRequest[] = Array.from({ length: 20 }, (_, i) => ({
+    timestamp: i * 1000,
+    inputLength: 1024,
+    outputLength: 4,
+    hashIds: [1, 2, 3, 4, 5, 6, 7, 100 + i],
+  }));
+  const options = { trace, policy: "kv", workers: 8, blockSize: 16, traceBlockSize: 128 } as const;
+  const greedy = await replay(options);
+  const sampled = await replay({ ...options, routerTemperature: 1000 });
+  // 19 of 20 requests reuse 896 of 1,024 tokens: 19 × 896 / 20,480.
+  assert.equal(greedy.hit_rate, (19 * 896) / (20 * 1024));
+  assert.ok(sampled.hit_rate < greedy.hit_rate, `${sampled.hit_rate} against ${greedy.hit_rate}`);
+});

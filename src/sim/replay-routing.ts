@@ -9,6 +9,7 @@ export type ReplayRoutingOptions = Pick<
   | "runtime"
   | "blockSize"
   | "overlapWeight"
+  | "temperature"
   | "lowerTierWeight"
   | "busy"
   | "disaggThreshold"
@@ -45,6 +46,7 @@ export function startReplayRouting(options: ReplayRoutingOptions): ReplayRouting
         : createBasicPolicy(options.policy as "round-robin" | "least-loaded"),
     random: options.random,
     overlapWeight: options.overlapWeight,
+    temperature: options.temperature,
     lowerTierWeight: options.lowerTierWeight,
     busy: options.busy,
     disaggThreshold: options.disaggThreshold,
