@@ -2,11 +2,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { refuseFrontendFlags, refuseSidecarFlags } from "./distributed-commands.js";
 
-test("a worker refuses the frontend's queue and batch flags by name, and takes its own", () => {
+test("a worker refuses the frontend's router, queue and batch flags by name, and takes its own", () => {
   for (const argv of [
     ["--batch-dir", "/tmp/b"],
     ["--engine", "mocker", "--priority-reserve=0.5"],
     ["--router-queue-size", "8"],
+    ["--kv-overlap-weight", "64"],
+    ["--engine", "mocker", "--router-temperature=0.1"],
+    ["--lower-tier-weight", "0.5"],
     ["--grpc-port", "9001"],
   ]) {
     const flag = (argv.find((a) => a.startsWith("--") && a !== "--engine") as string).split("=")[0] as string;

@@ -32,7 +32,8 @@ export async function connect(options: ServeOptions, logger: Logger): Promise<Ru
 
 /** `armature worker`: engines registered in etcd, served over NATS, until SIGINT/SIGTERM. */
 /**
- * Flags of the frontend's admission queue and Batch API, which a worker process has no use for:
+ * Flags of the frontend's router (its KV policy's cost, admission queue) and Batch API, which a
+ * worker process has no use for:
  * given on `armature worker`'s command line they are refused by name (their environment twins are
  * not, as a cluster's processes may share one environment).
  */
@@ -45,6 +46,9 @@ const FRONTEND_ONLY_FLAGS = [
   "busy-decode-blocks",
   "busy-prefill-frac",
   "router-queue-size",
+  "kv-overlap-weight",
+  "router-temperature",
+  "lower-tier-weight",
   "grpc-port",
 ] as const;
 
