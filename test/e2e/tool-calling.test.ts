@@ -222,7 +222,7 @@ test("Vercel AI SDK generateText with a required tool gets a call with schema-va
   assertValidCall("get_weather", JSON.stringify(call?.input));
 });
 
-test("LangChain ChatOpenAI.bindTools with tool_choice required returns tool_calls", async () => {
+test("LangChain ChatOpenAI.bindTools with tool_choice required and parallel_tool_calls false returns one tool call", async () => {
   const model = new ChatOpenAI({
     model: MODEL,
     apiKey: "unused",
@@ -231,7 +231,8 @@ test("LangChain ChatOpenAI.bindTools with tool_choice required returns tool_call
   });
   const bound = model.bindTools(
     [{ type: "function", function: { name: "get_time", description: "Time in a zone", parameters: timeParameters } }],
-    { tool_choice: "required" },
+    // Parallel calls (the default) allow several under "required" (docs/api.md); false asks for exactly one.
+    { tool_choice: "required", parallel_tool_calls: false },
   );
   const reply = await bound.invoke("What time is it?");
   assert.equal(reply.tool_calls?.length, 1);
