@@ -131,3 +131,20 @@ test("bad flags end with a message naming the flag", () => {
     );
   }
 });
+
+test("--predictor-period and its environment twin reach the planner's options; a bad value is refused by name", () => {
+  const worker = ["--", "--engine", "mocker"];
+  assert.deepEqual(resolvePlannerCommandOptions([...planes, ...worker], {}).planner.recurrence, { kind: "auto" });
+  assert.deepEqual(resolvePlannerCommandOptions([...planes, "--predictor-period", "off", ...worker], {}).planner.recurrence, {
+    kind: "off",
+  });
+  // 1,800 s at the default 60-s interval: 30 readings.
+  assert.deepEqual(
+    resolvePlannerCommandOptions([...planes, ...worker], { ARMATURE_PREDICTOR_PERIOD: "1800" }).planner.recurrence,
+    { kind: "fixed", readings: 30 },
+  );
+  assert.throws(
+    () => resolvePlannerCommandOptions([...planes, "--predictor-period", "hourly", ...worker], {}),
+    /--predictor-period must be auto, off or a period in seconds, got "hourly"/,
+  );
+});

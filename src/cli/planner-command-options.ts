@@ -21,7 +21,8 @@ publishes (docs/planner.md, "The planner as a process").
   --port P                      GET /v1/planner and GET /metrics (default 0: a free port, printed)
   --planner load|sla            the planner's mode (default load)
   --profile F, --slo-ttft MS, --slo-itl MS, --min-workers N, --max-workers N, --planner-interval S,
-  --planner-load-interval S, --predictor NAME, --planner-cooldown S, --planner-advisory
+  --planner-load-interval S, --predictor NAME, --predictor-period auto|off|S, --planner-cooldown S,
+  --planner-advisory
                                 as for armature serve --planner (docs/planner.md)
   --bus-*, --discovery-*, --log-level   as for the other distributed commands`;
 

@@ -1,3 +1,5 @@
+import type { PlannerOptions } from "../planner/index.js";
+import { ArmatureError } from "../protocol/index.js";
 import type { Setting } from "./serve-settings.js";
 
 /** The flags that size a planner besides `--planner` and the SLA targets (serve, planner, replay). */
@@ -9,6 +11,7 @@ export const plannerSizingFlags = [
   "planner-interval",
   "planner-load-interval",
   "predictor",
+  "predictor-period",
   "planner-cooldown",
   "planner-up-threshold",
   "planner-down-threshold",
@@ -52,6 +55,11 @@ export const plannerSettings: Record<string, Setting> = {
     env: "ARMATURE_PREDICTOR",
     help: "planner: constant | moving-average | kalman | holt-winters (default kalman)",
   },
+  "predictor-period": {
+    type: "string",
+    env: "ARMATURE_PREDICTOR_PERIOD",
+    help: "planner: auto | off | SECONDS: a period in the request rate whose peaks the throughput loop provisions ahead (default auto: found in the rate)",
+  },
   "planner-cooldown": {
     type: "number",
     env: "ARMATURE_PLANNER_COOLDOWN",
@@ -78,3 +86,16 @@ export const plannerSettings: Record<string, Setting> = {
     help: "planner: decide and report (log, metrics, GET /v1/planner), change nothing",
   },
 };
+
+/** `--predictor-period`'s value: `auto`, `off` or seconds (checked against the interval by `compilePlannerOptions`). */
+export function parsePredictorPeriod(value: string | undefined): PlannerOptions["predictorPeriod"] {
+  if (value === undefined || value === "auto" || value === "off") return value;
+  const seconds = Number(value);
+  if (value.trim() === "" || !Number.isFinite(seconds)) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      `--predictor-period must be auto, off or a period in seconds, got ${JSON.stringify(value)}`,
+    );
+  }
+  return seconds;
+}

@@ -24,6 +24,7 @@ import {
   type TtftSeries,
   type WorkerSeries,
 } from "../sim/index.js";
+import { parsePredictorPeriod } from "./planner-settings.js";
 import { readProfile } from "./serve-options.js";
 import { plannerSizingFlags } from "./serve-settings.js";
 
@@ -37,7 +38,8 @@ export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [-
        [--prefill N --decode M [--disagg-threshold TOKENS] [--max-prefill-queue N] [--transfer-gbps G] [--transfer-alpha-ms A]
         [--kv-bytes-per-token B]]
        [--planner load|sla [--profile FILE] [--min-workers N] [--scale-to-zero-after S] [--max-workers N] [--planner-interval S]
-        [--planner-load-interval S] [--predictor NAME] [--planner-cooldown S] [--worker-startup-s S]
+        [--planner-load-interval S] [--predictor NAME] [--predictor-period auto|off|S] [--planner-cooldown S]
+        [--worker-startup-s S]
         [--planner-up-threshold F] [--planner-down-threshold F] [--planner-quantile Q]]
   With --planner the real planner sizes the pools as the replay runs (workers start after --worker-startup-s, 30);
   the JSON adds worker_seconds, max_workers_used and the decisions, and --chart draws workers and load over time.`;
@@ -103,6 +105,7 @@ export async function replayCommand(
       "planner-interval": { type: "string" },
       "planner-load-interval": { type: "string" },
       predictor: { type: "string" },
+      "predictor-period": { type: "string" },
       "planner-cooldown": { type: "string" },
       "planner-up-threshold": { type: "string" },
       "planner-down-threshold": { type: "string" },
@@ -312,6 +315,7 @@ async function replayPlannerOptions(
     scaleDownThreshold: num("planner-down-threshold", 0),
     latencyQuantile: num("planner-quantile", 0),
     predictor: values.predictor as string | undefined,
+    predictorPeriod: parsePredictorPeriod(values["predictor-period"] as string | undefined),
     profile,
   };
   return compilePlannerOptions(Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)));

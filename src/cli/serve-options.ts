@@ -6,6 +6,7 @@ import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planne
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
 import { parseByteSize } from "./byte-size.js";
+import { parsePredictorPeriod } from "./planner-settings.js";
 import { configError, type RouterName, type Setting, serveSettings } from "./serve-settings.js";
 import { loraOptions, type ModelSpec, modelOptions } from "./served-models.js";
 
@@ -262,6 +263,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
       ...optionalNumber("scaleDownThreshold", num("planner-down-threshold", false, 0)),
       ...optionalNumber("latencyQuantile", num("planner-quantile", false, 0)),
       ...(str("predictor") !== undefined ? { predictor: str("predictor") as string } : {}),
+      ...(str("predictor-period") !== undefined ? { predictorPeriod: parsePredictorPeriod(str("predictor-period")) } : {}),
       ...(bool("planner-advisory") ? { advisory: true } : {}),
       ...(profilePath ? { profile: readProfile(profilePath) } : {}),
     };

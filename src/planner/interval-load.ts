@@ -1,5 +1,6 @@
 import { type LoadPredictor, loadReading, type PredictorName } from "./load-predictor.js";
 import { createPredictor, type PredictorOptions } from "./predictors.js";
+import { type RecurrenceSetting, RecurringLoad, type RecurringPeriod } from "./recurring-load.js";
 
 /** The traffic of one planner interval, observed or predicted. */
 export interface IntervalLoad {
@@ -27,21 +28,37 @@ export function normalizeIntervalLoad(load: IntervalLoad): IntervalLoad {
 }
 
 /**
+ * Intervals of a recurring load the forecast covers: the next one and the one after, since a worker
+ * ordered at the next decision is not up when that interval starts (any start-up at all).
+ */
+export const RECURRING_LOOKAHEAD = 2;
+
+/**
  * Forecasts the next interval's load with one predictor per quantity (all of the same kind), as
- * Dynamo's throughput loop does for request count, ISL, OSL and KV hit rate.
+ * Dynamo's throughput loop does for request count, ISL, OSL and KV hit rate. Where the request rate
+ * repeats with a period (`RecurringLoad`), the forecast rate is the higher of the predictor's and
+ * the period's peak over the next `RECURRING_LOOKAHEAD` intervals: a burst that recurs is
+ * provisioned an interval before it arrives.
  */
 export class LoadForecaster {
   readonly #rate: LoadPredictor;
   readonly #input: LoadPredictor;
   readonly #output: LoadPredictor;
   readonly #hitRate: LoadPredictor;
+  readonly #recurringRate: RecurringLoad;
 
   /** Throws what `createPredictor` throws for a bad name or options. */
-  constructor(predictor: PredictorName, options: PredictorOptions = {}) {
+  constructor(predictor: PredictorName, options: PredictorOptions = {}, recurrence: RecurrenceSetting = { kind: "off" }) {
     this.#rate = createPredictor(predictor, options);
     this.#input = createPredictor(predictor, options);
     this.#output = createPredictor(predictor, options);
     this.#hitRate = createPredictor(predictor, options);
+    this.#recurringRate = new RecurringLoad(recurrence);
+  }
+
+  /** The request rate's period in use, in intervals, if one was found (or given). */
+  get recurringPeriod(): RecurringPeriod | undefined {
+    return this.#recurringRate.period;
   }
 
   /** How many intervals have been observed. */
@@ -52,6 +69,7 @@ export class LoadForecaster {
   /** Takes the load of the interval that just ended. */
   observe(load: IntervalLoad): void {
     this.#rate.observe(load.requestsPerSecond);
+    this.#recurringRate.observe(load.requestsPerSecond);
     this.#input.observe(load.meanInputTokens);
     this.#output.observe(load.meanOutputTokens);
     this.#hitRate.observe(load.kvHitRate);
@@ -60,10 +78,17 @@ export class LoadForecaster {
   /** The forecast for the next interval (all zeros before the first observation). */
   forecast(): IntervalLoad {
     return normalizeIntervalLoad({
-      requestsPerSecond: this.#rate.predict(),
+      requestsPerSecond: Math.max(this.#rate.predict(), this.#recurringPeak()),
       meanInputTokens: this.#input.predict(),
       meanOutputTokens: this.#output.predict(),
       kvHitRate: this.#hitRate.predict(),
     });
+  }
+
+  /** The highest rate the period repeats over the next `RECURRING_LOOKAHEAD` intervals; 0 without a period. */
+  #recurringPeak(): number {
+    let peak = 0;
+    for (let steps = 1; steps <= RECURRING_LOOKAHEAD; steps++) peak = Math.max(peak, this.#recurringRate.ahead(steps) ?? 0);
+    return peak;
   }
 }

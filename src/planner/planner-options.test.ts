@@ -38,6 +38,8 @@ test("defaults: Dynamo's targets, budget and intervals, the load mode, and the k
       kalman: { qLevel: 1.0, qTrend: 0.1, r: 10.0, initialVariance: 1000 },
       holtWinters: undefined,
     },
+    // armature's own: a period found in the request rate is provisioned ahead (docs/planner.md).
+    recurrence: { kind: "auto" },
     cooldownSeconds: 30,
     scaleUpThreshold: 1.0,
     scaleDownThreshold: 0.8,
@@ -59,6 +61,23 @@ test("holt-winters gets a season of one day of intervals unless one is given", (
   );
   const given = compilePlannerOptions({ predictor: "holt-winters", predictorOptions: { holtWinters: { seasonLength: 7 } } });
   assert.deepEqual(given.predictorOptions.holtWinters, { seasonLength: 7, alpha: 0.5, beta: 0.1, gamma: 0.3 });
+});
+
+test("--predictor-period: auto, off, or a whole number of intervals of at least two", () => {
+  assert.deepEqual(compilePlannerOptions({ predictorPeriod: "off" }).recurrence, { kind: "off" });
+  // 600 s at the default 60-s interval: 10 readings; 1,200 s at 600 s: 2.
+  assert.deepEqual(compilePlannerOptions({ predictorPeriod: 600 }).recurrence, { kind: "fixed", readings: 10 });
+  assert.deepEqual(compilePlannerOptions({ predictorPeriod: 1200, intervalSeconds: 600 }).recurrence, {
+    kind: "fixed",
+    readings: 2,
+  });
+  refused(
+    { predictorPeriod: 90 },
+    "--predictor-period (90 s) must be a whole number of at least two --planner-interval periods (60 s)",
+  );
+  refused({ predictorPeriod: 60 }, "--predictor-period (60 s) must be a whole number of at least two");
+  refused({ predictorPeriod: -600 }, "--predictor-period must be auto, off or a period in seconds, got -600");
+  refused({ predictorPeriod: "daily" as "auto" }, '--predictor-period must be auto, off or a period in seconds, got "daily"');
 });
 
 test("worker bounds are refused naming their flags", () => {

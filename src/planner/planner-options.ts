@@ -2,6 +2,7 @@ import { ArmatureError } from "../protocol/index.js";
 import { PREDICTOR_NAMES, type PredictorName } from "./load-predictor.js";
 import { type CompiledPredictorOptions, compilePredictorOptions, isPredictorName, type PredictorOptions } from "./predictors.js";
 import type { WorkerProfile } from "./profile.js";
+import type { RecurrenceSetting } from "./recurring-load.js";
 
 /**
  * `load`: only the reactive load loop, judging live latency estimates every `loadIntervalSeconds`.
@@ -43,6 +44,12 @@ export interface PlannerOptions {
   readonly predictor?: string;
   /** Predictor settings. A `holt-winters` season length, when not given, is one day of intervals. */
   readonly predictorOptions?: PredictorOptions;
+  /**
+   * [--predictor-period] A period in the request rate the throughput loop provisions ahead of:
+   * `auto` (found in the readings, `RecurringLoad`), `off`, or a period in seconds (a whole number
+   * of at least two intervals). Default `auto`.
+   */
+  readonly predictorPeriod?: "auto" | "off" | number;
   /** [--planner-cooldown] Seconds after a change of a pool before the load loop changes it again. Default 30. */
   readonly cooldownSeconds?: number;
   /** [--planner-up-threshold] Grow when estimates exceed target × this. Default 1.0. */
@@ -73,6 +80,7 @@ export interface CompiledPlannerOptions {
   readonly loadIntervalSeconds: number;
   readonly predictor: PredictorName;
   readonly predictorOptions: CompiledPredictorOptions;
+  readonly recurrence: RecurrenceSetting;
   readonly cooldownSeconds: number;
   readonly scaleUpThreshold: number;
   readonly scaleDownThreshold: number;
@@ -137,6 +145,7 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
     refuse(`--predictor "${predictor}" is not a predictor; use one of ${PREDICTOR_NAMES.join(", ")}`);
   }
   const predictorOptions = compilePredictorOptions(withSeason(merged.predictorOptions, predictor, intervalSeconds));
+  const recurrence = recurrenceSetting(merged.predictorPeriod ?? "auto", intervalSeconds);
   const cooldownSeconds = nonNegative("--planner-cooldown", merged.cooldownSeconds, "seconds");
   const scaleUpThreshold = positive("--planner-up-threshold", merged.scaleUpThreshold, "a multiple of the target");
   const scaleDownThreshold = nonNegative("--planner-down-threshold", merged.scaleDownThreshold, "a multiple of the target");
@@ -165,6 +174,7 @@ export function compilePlannerOptions(options: PlannerOptions = {}): CompiledPla
     loadIntervalSeconds,
     predictor,
     predictorOptions,
+    recurrence,
     latencyQuantile,
     cooldownSeconds,
     scaleUpThreshold,
@@ -180,6 +190,21 @@ function withSeason(options: PredictorOptions | undefined, predictor: PredictorN
   if (predictor !== "holt-winters" || given.holtWinters?.seasonLength !== undefined) return given;
   const seasonLength = Math.max(2, Math.round(SECONDS_PER_DAY / intervalSeconds));
   return { ...given, holtWinters: { ...given.holtWinters, seasonLength } };
+}
+
+/** `--predictor-period`: auto, off, or seconds that make a whole number (≥ 2) of planner intervals. */
+function recurrenceSetting(value: unknown, intervalSeconds: number): RecurrenceSetting {
+  if (value === "auto" || value === "off") return { kind: value };
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    return refuse(`--predictor-period must be auto, off or a period in seconds, got ${JSON.stringify(value)}`);
+  }
+  const readings = value / intervalSeconds;
+  if (!Number.isInteger(readings) || readings < 2) {
+    return refuse(
+      `--predictor-period (${value} s) must be a whole number of at least two --planner-interval periods (${intervalSeconds} s)`,
+    );
+  }
+  return { kind: "fixed", readings };
 }
 
 function withoutUndefined(options: PlannerOptions): PlannerOptions {

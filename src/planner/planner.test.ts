@@ -89,6 +89,48 @@ test("the throughput loop sizes the pool from the profile and raises it to that 
   }
 });
 
+test("a burst that recurs is provisioned at the decision before it; with --predictor-period off only after", async () => {
+  // Readings of 60 s: 1 req/s, with 10 req/s at readings 10 and 20 (0-based), 1,000 prompt and 100
+  // output tokens. From the tiny profile (the worked example above): 10 req/s needs 3 workers,
+  // 1 req/s one (prefill 1,000 / 10,000 = 0.1, decode 100 / 951.5 = 0.105: ⌈0.205⌉). The constant
+  // predictor repeats the last reading, so without a period the floor rises only after a burst.
+  // With one, the tick at 30 min (reading 29 observed) sees reading 30 repeat readings 20 and 10.
+  const floorAt30Minutes = async (predictorPeriod: "auto" | "off") => {
+    const traffic = { requestsPerSecond: 1, meanInputTokens: 1000, meanOutputTokens: 100, kvHitRate: 0 };
+    const run = await setup(
+      {
+        mode: "sla",
+        profile,
+        predictor: "constant",
+        predictorPeriod,
+        intervalSeconds: 60,
+        loadIntervalSeconds: 10,
+        sloTtftMs: 500,
+        sloItlMs: 50,
+        maxWorkers: 4,
+      },
+      traffic,
+      quiet,
+    );
+    try {
+      for (let reading = 0; reading <= 29; reading++) {
+        traffic.requestsPerSecond = reading > 0 && reading % 10 === 0 ? 10 : 1;
+        await run.clock.advance(60_000);
+      }
+      const state = run.planner.state();
+      return { floor: state.pools.aggregated?.floor, period: state.recurringPeriod, rate: state.predicted?.requestsPerSecond };
+    } finally {
+      await run.close();
+    }
+  };
+  const auto = await floorAt30Minutes("auto");
+  assert.equal(auto.rate, 10);
+  assert.equal(auto.floor, 3);
+  assert.equal(auto.period?.seconds, 600);
+  const off = await floorAt30Minutes("off");
+  assert.deepEqual(off, { floor: 1, period: undefined, rate: 1 });
+});
+
 test("the load loop adds a worker when every estimate breaks the SLA, then waits out its cool-down", async () => {
   const { clock, decisions, desired, close } = await setup(
     { mode: "load", loadIntervalSeconds: 5, cooldownSeconds: 30, sloTtftMs: 500, sloItlMs: 50 },

@@ -49,6 +49,8 @@ export interface PlannerState {
   readonly pools: Record<string, { desired: number; ready: number; floor: number }>;
   readonly observed: IntervalLoad | undefined;
   readonly predicted: IntervalLoad | undefined;
+  /** The request rate's period the throughput loop provisions ahead of (`--predictor-period`), once there is one. */
+  readonly recurringPeriod: { readonly seconds: number; readonly correlation: number } | undefined;
   readonly plan: ReplicaPlan | undefined;
   readonly decisions: readonly PlannerDecisionRecord[];
 }
@@ -99,7 +101,7 @@ export class Planner {
   private constructor(deps: PlannerDeps) {
     this.#deps = deps;
     this.#loop = new LoadLoop(deps.options);
-    this.#forecaster = new LoadForecaster(deps.options.predictor, deps.options.predictorOptions);
+    this.#forecaster = new LoadForecaster(deps.options.predictor, deps.options.predictorOptions, deps.options.recurrence);
     this.#metrics = deps.meter ? PlannerMetrics.for(deps.meter) : undefined;
   }
 
@@ -196,8 +198,10 @@ export class Planner {
     const { clock, signals, options } = this.#deps;
     const now = clock.now();
     this.#observed = signals.takeInterval(now);
+    const periodBefore = this.#forecaster.recurringPeriod?.readings;
     this.#forecaster.observe(this.#observed);
     this.#predicted = this.#forecaster.forecast();
+    this.#reportPeriod(periodBefore);
     this.#metrics?.predicted(this.#deps.model ?? "", this.#predicted);
     if (!options.profile) return undefined;
     const plan = calculateReplicas(this.#predicted, options.profile, options);
@@ -244,9 +248,30 @@ export class Planner {
       pools: structuredClone(this.#pools),
       observed: this.#observed,
       predicted: this.#predicted,
+      recurringPeriod: this.#recurringPeriod(),
       plan: this.#plan,
       decisions: [...this.#decisions],
     };
+  }
+
+  #recurringPeriod(): PlannerState["recurringPeriod"] {
+    const period = this.#forecaster.recurringPeriod;
+    if (period === undefined) return undefined;
+    return { seconds: period.readings * this.#deps.options.intervalSeconds, correlation: period.correlation };
+  }
+
+  /** Logs a period found, changed or lost: a floor raised ahead of a burst should not be a surprise. */
+  #reportPeriod(readingsBefore: number | undefined): void {
+    if (this.#forecaster.recurringPeriod?.readings === readingsBefore) return;
+    const period = this.#recurringPeriod();
+    if (period === undefined) {
+      this.#deps.logger.info("planner: the request rate no longer repeats; no recurring peak is provisioned ahead");
+    } else {
+      this.#deps.logger.info(
+        { periodSeconds: period.seconds, correlation: Number(period.correlation.toFixed(3)) },
+        `planner: the request rate repeats every ${period.seconds} s; its recurring peaks are provisioned an interval ahead`,
+      );
+    }
   }
 
   /** Stops the loops; a decision being applied finishes first. */

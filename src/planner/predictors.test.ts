@@ -169,3 +169,25 @@ test("the load forecaster predicts each quantity and keeps the hit rate a fracti
   assert.deepEqual(forecaster.forecast(), { requestsPerSecond: 0, meanInputTokens: 0, meanOutputTokens: 0, kvHitRate: 0.5 });
   assert.equal(forecaster.observations, 2);
 });
+
+test("a recurring burst is forecast an interval ahead of it; without recurrence the predictor alone speaks", () => {
+  const quiet = { meanInputTokens: 1000, meanOutputTokens: 200, kvHitRate: 0 };
+  const recurring = new LoadForecaster("kalman", {}, { kind: "auto" });
+  const plain = new LoadForecaster("kalman", {}, { kind: "off" });
+  // 1 request/s with bursts of 8 at readings 10 and 20 (indices from 0), then quiet up to reading 28.
+  for (let i = 0; i <= 28; i++) {
+    const load = { ...quiet, requestsPerSecond: i > 0 && i % 10 === 0 ? 8 : 1 };
+    recurring.observe(load);
+    plain.observe(load);
+    if (i === 27) {
+      // Readings 28 and 29 ahead repeat quiet readings: no peak to provision yet.
+      assert.ok(recurring.forecast().requestsPerSecond < 2, `${recurring.forecast().requestsPerSecond}`);
+    }
+  }
+  // Reading 30, two ahead, repeats the bursts at 20 and 10: the forecast holds the burst's rate.
+  assert.equal(recurring.recurringPeriod?.readings, 10);
+  assert.equal(recurring.forecast().requestsPerSecond, 8);
+  assert.equal(recurring.forecast().meanInputTokens, plain.forecast().meanInputTokens);
+  assert.ok(plain.forecast().requestsPerSecond < 2, `${plain.forecast().requestsPerSecond}`);
+  assert.equal(plain.recurringPeriod, undefined);
+});
