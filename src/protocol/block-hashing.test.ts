@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { xxh3 } from "@node-rs/xxhash";
-import { hashBlocks, localBlockHash } from "./block-hashing.js";
+import { hashBlocks, localBlockHash, localBlockHashes } from "./block-hashing.js";
 
 // Vectors published with Dynamo's kv-router (lib/kv-router/src/protocols.rs tests).
 test("reproduces Dynamo's published block hash vectors", () => {
@@ -18,4 +18,13 @@ test("ignores a trailing partial block", () => {
 
 test("a LoRA adapter changes the hashes", () => {
   assert.notEqual(hashBlocks([1, 2, 3, 4], 4, "adapter").local[0], hashBlocks([1, 2, 3, 4], 4).local[0]);
+});
+
+test("the local hashes alone are hashBlocks' local hashes, LoRA seed included", () => {
+  const tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+  // Dynamo's published local vectors (above), from number arrays and from a Uint32Array alike.
+  assert.deepEqual(localBlockHashes(tokens, 4), [14643705804678351452n, 16777012769546811212n, 483935686894639516n]);
+  assert.deepEqual(localBlockHashes(Uint32Array.from(tokens), 4), hashBlocks(tokens, 4).local);
+  assert.deepEqual(localBlockHashes(tokens, 4, "adapter"), hashBlocks(tokens, 4, "adapter").local);
+  assert.deepEqual(localBlockHashes([1, 2, 3], 4), []);
 });

@@ -1,6 +1,6 @@
 export type { ActiveSequenceEvent } from "./active-sequences.js";
 export type { BlockHashes } from "./block-hashing.js";
-export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, loraSeed } from "./block-hashing.js";
+export { BLOCK_HASH_SEED, chainBlockHash, hashBlocks, localBlockHash, localBlockHashes, loraSeed } from "./block-hashing.js";
 export type { EmbedRequest, EmbedResponse } from "./embed.js";
 export {
   decodeEmbedding,

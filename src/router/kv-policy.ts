@@ -1,4 +1,4 @@
-import { hashBlocks } from "../protocol/index.js";
+import { localBlockHashes } from "../protocol/index.js";
 import type { ActiveLoad } from "./active-load.js";
 import type { OverlapScores } from "./kv-index/radix-tree.js";
 import type { RoutingPolicy } from "./policy.js";
@@ -63,7 +63,7 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
     select(candidates, request) {
       const t0 = performance.now();
       const bs = options.indexer.blockSizeOf?.(request.model) ?? options.blockSize;
-      const hashes = hashBlocks(request.tokenIds, bs, request.lora).local;
+      const hashes = localBlockHashes(request.tokenIds, bs, request.lora);
       const t1 = performance.now();
       const matches = options.indexer.findMatches(hashes);
       const t2 = performance.now();

@@ -1,5 +1,5 @@
 import type { RouteTrace } from "../observability/index.js";
-import { ArmatureError, type GenerateRequest, hashBlocks, type KvHandoff, type RequestEnd } from "../protocol/index.js";
+import { ArmatureError, type GenerateRequest, type KvHandoff, localBlockHashes, type RequestEnd } from "../protocol/index.js";
 import type { KvIndexView } from "./kv-policy.js";
 import type { Router } from "./router.js";
 import type { WorkerView } from "./worker-view.js";
@@ -119,7 +119,7 @@ export class PrefillStage {
     const { index } = this.#o;
     const blockSize = this.#blockSizeOf(request.model);
     if (workerId === undefined || !index || !blockSize) return 0;
-    const { scores, lowerTierScores, sharedBlocks = 0 } = index.findMatches(hashBlocks(request.tokenIds, blockSize).local);
+    const { scores, lowerTierScores, sharedBlocks = 0 } = index.findMatches(localBlockHashes(request.tokenIds, blockSize, request.lora));
     return Math.max(scores.get(workerId) ?? 0, lowerTierScores?.get(workerId) ?? 0, sharedBlocks) * blockSize;
   }
 
@@ -139,7 +139,7 @@ export class PrefillStage {
       let cachedBlocks = 0;
       const blockSize = this.#blockSizeOf(request.model);
       if (this.#o.index && blockSize) {
-        const { scores } = this.#o.index.findMatches(hashBlocks(request.tokenIds, blockSize).local);
+        const { scores } = this.#o.index.findMatches(localBlockHashes(request.tokenIds, blockSize, request.lora));
         for (const w of prefillWorkers) cachedBlocks = Math.max(cachedBlocks, scores.get(w.id) ?? 0);
       }
       const uncached = request.tokenIds.length - cachedBlocks * (blockSize ?? 0);
