@@ -97,13 +97,15 @@ export class MockSequence {
   compute(count: number, blocks: BlockManager): number {
     let done = 0;
     while (done < count) {
-      const position = this.computed;
-      if (position % blocks.blockSize === 0 && !this.#holdsPartial) {
+      const offset = this.computed % blocks.blockSize;
+      if (offset === 0 && !this.#holdsPartial) {
         if (!blocks.allocatePartial()) break;
         this.#holdsPartial = true;
       }
-      this.computed++;
-      done++;
+      // A block at a time: up to the end of the block being filled, or as many as are left.
+      const step = Math.min(blocks.blockSize - offset, count - done);
+      this.computed += step;
+      done += step;
       if (this.computed % blocks.blockSize === 0) {
         const index = this.computed / blocks.blockSize - 1;
         const known = this.#promptHashes?.local[index];
