@@ -119,7 +119,11 @@ export class PrefillStage {
     const { index } = this.#o;
     const blockSize = this.#blockSizeOf(request.model);
     if (workerId === undefined || !index || !blockSize) return 0;
-    const { scores, lowerTierScores, sharedBlocks = 0 } = index.findMatches(localBlockHashes(request.tokenIds, blockSize, request.lora));
+    const {
+      scores,
+      lowerTierScores,
+      sharedBlocks = 0,
+    } = index.findMatches(localBlockHashes(request.tokenIds, blockSize, request.lora));
     return Math.max(scores.get(workerId) ?? 0, lowerTierScores?.get(workerId) ?? 0, sharedBlocks) * blockSize;
   }
 
