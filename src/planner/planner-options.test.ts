@@ -76,6 +76,12 @@ test("--predictor-period: auto, off, or a whole number of intervals of at least 
     "--predictor-period (90 s) must be a whole number of at least two --planner-interval periods (60 s)",
   );
   refused({ predictorPeriod: 60 }, "--predictor-period (60 s) must be a whole number of at least two");
+  // 1,440 readings are kept: a day at 60 s; a week would never repeat within them.
+  assert.deepEqual(compilePlannerOptions({ predictorPeriod: 86_400 }).recurrence, { kind: "fixed", readings: 1440 });
+  refused(
+    { predictorPeriod: 604_800 },
+    "--predictor-period (604800 s) is 10080 --planner-interval periods; at most 1440 readings are kept, so a period can be at most 86400 s",
+  );
   refused({ predictorPeriod: -600 }, "--predictor-period must be auto, off or a period in seconds, got -600");
   refused({ predictorPeriod: "daily" as "auto" }, '--predictor-period must be auto, off or a period in seconds, got "daily"');
 });

@@ -2,7 +2,7 @@ import { ArmatureError } from "../protocol/index.js";
 import { PREDICTOR_NAMES, type PredictorName } from "./load-predictor.js";
 import { type CompiledPredictorOptions, compilePredictorOptions, isPredictorName, type PredictorOptions } from "./predictors.js";
 import type { WorkerProfile } from "./profile.js";
-import type { RecurrenceSetting } from "./recurring-load.js";
+import { RECURRENCE_HISTORY, type RecurrenceSetting } from "./recurring-load.js";
 
 /**
  * `load`: only the reactive load loop, judging live latency estimates every `loadIntervalSeconds`.
@@ -202,6 +202,11 @@ function recurrenceSetting(value: unknown, intervalSeconds: number): RecurrenceS
   if (!Number.isInteger(readings) || readings < 2) {
     return refuse(
       `--predictor-period (${value} s) must be a whole number of at least two --planner-interval periods (${intervalSeconds} s)`,
+    );
+  }
+  if (readings > RECURRENCE_HISTORY) {
+    return refuse(
+      `--predictor-period (${value} s) is ${readings} --planner-interval periods; at most ${RECURRENCE_HISTORY} readings are kept, so a period can be at most ${RECURRENCE_HISTORY * intervalSeconds} s`,
     );
   }
   return { kind: "fixed", readings };
