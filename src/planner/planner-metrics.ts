@@ -12,6 +12,7 @@ const declared = new WeakMap<MetricMeter, PlannerMetrics>();
  */
 export class PlannerMetrics {
   readonly #predicted: GaugeMetric;
+  readonly #period: GaugeMetric;
   readonly #desired: GaugeMetric;
   readonly #ready: GaugeMetric;
   readonly #decisions: CounterMetric;
@@ -31,6 +32,11 @@ export class PlannerMetrics {
       "quantity",
       "model",
     ]);
+    this.#period = meter.gauge(
+      "planner_recurring_period_seconds",
+      "The request rate's period whose peaks the throughput loop provisions ahead (--predictor-period); 0 while there is none",
+      ["model"],
+    );
     this.#desired = meter.gauge("planner_desired_workers", "Workers the planner wants per pool", ["pool", "model"]);
     this.#ready = meter.gauge("planner_ready_workers", "Workers taking requests per pool, as the connector reports", [
       "pool",
@@ -50,6 +56,11 @@ export class PlannerMetrics {
     this.#predicted.set({ quantity: "mean_input_tokens", model }, load.meanInputTokens);
     this.#predicted.set({ quantity: "mean_output_tokens", model }, load.meanOutputTokens);
     this.#predicted.set({ quantity: "kv_hit_rate", model }, load.kvHitRate);
+  }
+
+  /** The period in use, in seconds, or undefined when there is none (reported as 0). */
+  recurringPeriod(model: string, seconds: number | undefined): void {
+    this.#period.set({ model }, seconds ?? 0);
   }
 
   replicas(model: string, pool: PoolName, desired: number, ready: number): void {

@@ -118,7 +118,13 @@ test("a burst that recurs is provisioned at the decision before it; with --predi
         await run.clock.advance(60_000);
       }
       const state = run.planner.state();
-      return { floor: state.pools.aggregated?.floor, period: state.recurringPeriod, rate: state.predicted?.requestsPerSecond };
+      const metric = /^armature_planner_recurring_period_seconds\{model=""\} (\d+)$/m.exec(await run.meter.render())?.[1];
+      return {
+        floor: state.pools.aggregated?.floor,
+        period: state.recurringPeriod,
+        rate: state.predicted?.requestsPerSecond,
+        metric: Number(metric),
+      };
     } finally {
       await run.close();
     }
@@ -127,8 +133,9 @@ test("a burst that recurs is provisioned at the decision before it; with --predi
   assert.equal(auto.rate, 10);
   assert.equal(auto.floor, 3);
   assert.equal(auto.period?.seconds, 600);
+  assert.equal(auto.metric, 600);
   const off = await floorAt30Minutes("off");
-  assert.deepEqual(off, { floor: 1, period: undefined, rate: 1 });
+  assert.deepEqual(off, { floor: 1, period: undefined, rate: 1, metric: 0 });
 });
 
 test("the load loop adds a worker when every estimate breaks the SLA, then waits out its cool-down", async () => {

@@ -203,6 +203,7 @@ export class Planner {
     this.#predicted = this.#forecaster.forecast();
     this.#reportPeriod(periodBefore);
     this.#metrics?.predicted(this.#deps.model ?? "", this.#predicted);
+    this.#metrics?.recurringPeriod(this.#deps.model ?? "", this.#recurringPeriod()?.seconds);
     if (!options.profile) return undefined;
     const plan = calculateReplicas(this.#predicted, options.profile, options);
     this.#plan = plan;
