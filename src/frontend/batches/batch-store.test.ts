@@ -163,3 +163,20 @@ for (const [name, place] of places) {
     assert.equal(await second.acquireRunnerLock(), true);
   });
 }
+
+test("a result piece a killed process left to land after the resume read them: its request's first line is the file's", async () => {
+  const objects = new MemoryObjectStore();
+  const store = new ObjectBatchStore(objects, sharedLock()());
+  const id = newBatchId();
+  const line = (request: string, text: string) => `${JSON.stringify({ id: request, response: { body: text } })}\n`;
+  await store.appendResults(id, "output", line("r-1", "first run"));
+  await store.appendResults(id, "output", line("r-2", "resumed"));
+  // r-1 ran again after the resume (its first piece was not yet there when the results were read),
+  // and that piece lands after.
+  await store.appendResults(id, "output", line("r-1", "run again"));
+  await store.appendResults(id, "output", '{"no-id":true}\n{"no-id":true}\n');
+  const file = await store.promoteResults(id, "output", null);
+  const expected = `${line("r-1", "first run")}${line("r-2", "resumed")}{"no-id":true}\n{"no-id":true}\n`;
+  assert.equal((await store.fileContent(file?.id as string)).toString(), expected);
+  assert.equal(file?.bytes, Buffer.byteLength(expected));
+});

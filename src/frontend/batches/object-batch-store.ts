@@ -140,7 +140,7 @@ export class ObjectBatchStore implements BatchStore {
 
   async promoteResults(batchId: string, kind: ResultKind, owner: string | null): Promise<FileObject | undefined> {
     const pieces = await this.#pieces(batchId, kind);
-    const bytes = await this.#joined(pieces);
+    const bytes = firstLinePerRequest(await this.#joined(pieces));
     if (bytes.length === 0) return undefined;
     const id = newFileId();
     await this.#store.put(fileKey(id, "jsonl"), bytes);
@@ -207,6 +207,36 @@ function fileKey(id: string, extension: string): string {
 
 function batchKey(id: string): string {
   return `${PREFIX}batches/${id}.json`;
+}
+
+/**
+ * The result lines with only the first of each request's (`id`); lines without one all stay. A
+ * process killed while a piece was on its way can have that piece land after the process that
+ * resumed the batch read its results: the request ran again there, and its line would be in the
+ * file twice (seen with s3rver under load).
+ */
+export function firstLinePerRequest(bytes: Buffer): Buffer {
+  const seen = new Set<string>();
+  let repeated = false;
+  const kept: string[] = [];
+  for (const line of bytes.toString("utf8").split("\n")) {
+    if (line === "") continue;
+    let id: unknown;
+    try {
+      id = (JSON.parse(line) as { id?: unknown }).id;
+    } catch {
+      id = undefined;
+    }
+    if (typeof id === "string") {
+      if (seen.has(id)) {
+        repeated = true;
+        continue;
+      }
+      seen.add(id);
+    }
+    kept.push(`${line}\n`);
+  }
+  return repeated ? Buffer.from(kept.join(""), "utf8") : bytes;
 }
 
 function pieceKey(batchId: string, kind: ResultKind, piece: number): string {
