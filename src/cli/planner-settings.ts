@@ -1,5 +1,4 @@
-import type { PlannerOptions } from "../planner/index.js";
-import { ArmatureError } from "../protocol/index.js";
+import { type PlannerOptions, refusePredictorPeriod } from "../planner/index.js";
 import type { Setting } from "./serve-settings.js";
 
 /** The flags that size a planner besides `--planner` and the SLA targets (serve, planner, replay). */
@@ -91,11 +90,6 @@ export const plannerSettings: Record<string, Setting> = {
 export function parsePredictorPeriod(value: string | undefined): PlannerOptions["predictorPeriod"] {
   if (value === undefined || value === "auto" || value === "off") return value;
   const seconds = Number(value);
-  if (value.trim() === "" || !Number.isFinite(seconds)) {
-    throw new ArmatureError(
-      "CONFIG_INVALID",
-      `--predictor-period must be auto, off or a period in seconds, got ${JSON.stringify(value)}`,
-    );
-  }
+  if (value.trim() === "" || !Number.isFinite(seconds)) return refusePredictorPeriod(value);
   return seconds;
 }

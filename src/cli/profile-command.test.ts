@@ -3,24 +3,12 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { commandOutput } from "../../test/helpers/command-output.js";
 import { polynomialTimingModel } from "../engines/index.js";
 import { parseProfile } from "../planner/index.js";
 import { profileCommand } from "./profile-command.js";
 
-async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await profileCommand(
-    argv,
-    (t) => {
-      out += t;
-    },
-    (t) => {
-      err += t;
-    },
-  );
-  return { code, out, err };
-}
+const run = (argv: readonly string[]) => commandOutput(profileCommand, argv);
 
 test("armature profile --engine mocker writes a profile the planner reads and a chart", async () => {
   const folder = await mkdtemp(join(tmpdir(), "armature-profile-cli-"));

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { commandOutput } from "../../test/helpers/command-output.js";
 import { formatMooncakeTrace, generateSyntheticTrace } from "../traces/index.js";
 import { replayCommand } from "./replay-command.js";
 
@@ -28,20 +29,7 @@ writeFileSync(
 );
 const profilePath = fileURLToPath(new URL("../planner/fixtures/tiny-profile.json", import.meta.url));
 
-async function run(args: readonly string[]) {
-  let out = "";
-  let err = "";
-  const code = await replayCommand(
-    args,
-    (t) => {
-      out += t;
-    },
-    (t) => {
-      err += t;
-    },
-  );
-  return { code, out, err };
-}
+const run = (argv: readonly string[]) => commandOutput(replayCommand, argv);
 
 const plannerArgs = (period: string) => [
   tracePath,

@@ -28,7 +28,7 @@ export type { PlannerLeaseOptions } from "./planner-lease.js";
 export { PLANNER_CLAIM, PlannerLease } from "./planner-lease.js";
 export { PlannerMetrics } from "./planner-metrics.js";
 export type { CompiledPlannerOptions, PlannerLayout, PlannerMode, PlannerOptions } from "./planner-options.js";
-export { compilePlannerOptions, PLANNER_DEFAULTS } from "./planner-options.js";
+export { compilePlannerOptions, PLANNER_DEFAULTS, refusePredictorPeriod } from "./planner-options.js";
 export type { CompiledPredictorOptions, PredictorOptions } from "./predictors.js";
 export { compilePredictorOptions, createPredictor, isPredictorName } from "./predictors.js";
 export type { DecodeGrid, DecodePoint, PrefillPoint, WorkerProfile } from "./profile.js";

@@ -192,12 +192,15 @@ function withSeason(options: PredictorOptions | undefined, predictor: PredictorN
   return { ...given, holtWinters: { ...given.holtWinters, seasonLength } };
 }
 
+/** Refuses a `--predictor-period` that is not auto, off or a positive number of seconds, naming it. */
+export function refusePredictorPeriod(value: unknown): never {
+  return refuse(`--predictor-period must be auto, off or a period in seconds, got ${JSON.stringify(value)}`);
+}
+
 /** `--predictor-period`: auto, off, or seconds that make a whole number (≥ 2) of planner intervals. */
 function recurrenceSetting(value: unknown, intervalSeconds: number): RecurrenceSetting {
   if (value === "auto" || value === "off") return { kind: value };
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    return refuse(`--predictor-period must be auto, off or a period in seconds, got ${JSON.stringify(value)}`);
-  }
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return refusePredictorPeriod(value);
   const readings = value / intervalSeconds;
   if (!Number.isInteger(readings) || readings < 2) {
     return refuse(
