@@ -17,4 +17,6 @@ export { MemoryRequestPlane } from "./memory/memory-request-plane.js";
 export type { BusSecurityOptions } from "./nats/nats-connection.js";
 export { redactSecrets, redactUrl } from "./redact.js";
 export type { Registration, RequestContext, RequestHandler, RequestPlane } from "./request-plane.js";
+export type { Delivery, StreamSink } from "./stream-sink.js";
+export { AttachableSink, deliver, iterate } from "./stream-sink.js";
 export { decodeMessage, encodeMessage } from "./wire-codec.js";

@@ -1,3 +1,5 @@
+import type { Delivery, StreamSink } from "./stream-sink.js";
+
 /** Context a handler gets with each request. */
 export interface RequestContext {
   /** Aborted when the caller cancels or goes away. */
@@ -29,5 +31,12 @@ export interface RequestPlane {
    * cancels the handler. Throws `WORKER_UNAVAILABLE` when nothing serves the address.
    */
   call(address: string, payload: unknown, options?: { signal?: AbortSignal }): AsyncIterable<unknown>;
+  /**
+   * Calls the handler at `address` as `call` does, delivering its responses into `sink` as they
+   * arrive (in one process, in the turn the handler produced them); `stop()` on the delivery
+   * cancels the handler as leaving `call`'s stream early does. `WORKER_UNAVAILABLE` goes to
+   * `sink.fail`.
+   */
+  open(address: string, payload: unknown, sink: StreamSink<unknown>, options?: { signal?: AbortSignal }): Delivery;
   close(): Promise<void>;
 }

@@ -31,6 +31,7 @@ requestPlaneContract("NATS request plane", async () => {
   const plane = {
     serve: servingSide.serve.bind(servingSide),
     call: callingSide.call.bind(callingSide),
+    open: callingSide.open.bind(callingSide),
     close: () => servingSide.close(),
   };
   return { plane, close: () => servingSide.close() };

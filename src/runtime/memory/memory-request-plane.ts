@@ -1,5 +1,6 @@
 import { ArmatureError } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
+import { type Delivery, deliver, type StreamSink } from "../stream-sink.js";
 
 /** Direct in-process calls: the handler's iterator is the caller's stream. */
 export class MemoryRequestPlane implements RequestPlane {
@@ -20,6 +21,10 @@ export class MemoryRequestPlane implements RequestPlane {
   call(address: string, payload: unknown, options: { signal?: AbortSignal } = {}): AsyncIterable<unknown> {
     const handlers = this.#handlers;
     return { [Symbol.asyncIterator]: () => new InProcessCall(handlers, address, payload, options.signal) };
+  }
+
+  open(address: string, payload: unknown, sink: StreamSink<unknown>, options: { signal?: AbortSignal } = {}): Delivery {
+    return new InProcessDelivery(this.#handlers.get(address), address, payload, sink, options.signal);
   }
 
   async close(): Promise<void> {
@@ -97,5 +102,81 @@ class InProcessCall implements AsyncIterator<unknown> {
       this.#controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller stopped reading"));
     }
     await this.#iterator?.return?.();
+  }
+}
+
+/**
+ * One call delivered into the caller's sink: the handler starts at once, its responses are pushed
+ * as it yields them, and a caller that stops early (`stop()`) or aborts its signal cancels the
+ * handler's signal before the handler unwinds; an abort fails the sink with its reason.
+ */
+class InProcessDelivery implements Delivery, StreamSink<unknown> {
+  readonly #sink: StreamSink<unknown>;
+  readonly #callerSignal: AbortSignal | undefined;
+  readonly #controller = new AbortController();
+  #pump: Delivery | undefined;
+  #closed = false;
+
+  constructor(
+    handler: RequestHandler | undefined,
+    address: string,
+    payload: unknown,
+    sink: StreamSink<unknown>,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#sink = sink;
+    this.#callerSignal = signal;
+    if (!handler) {
+      this.#closed = true;
+      const missing = new ArmatureError("WORKER_UNAVAILABLE", `no worker serves ${address}`, { retryable: true });
+      queueMicrotask(() => sink.fail(missing));
+      return;
+    }
+    if (signal?.aborted) {
+      this.#closed = true;
+      queueMicrotask(() => sink.fail(signal.reason));
+      return;
+    }
+    signal?.addEventListener("abort", this.#onCallerAbort, { once: true });
+    this.#pump = deliver(handler(payload, { signal: this.#controller.signal }), this);
+  }
+
+  get holding(): Promise<void> | undefined {
+    return this.#sink.holding;
+  }
+
+  push(item: unknown): void {
+    this.#sink.push(item);
+  }
+
+  end(): void {
+    this.#release();
+    this.#sink.end();
+  }
+
+  fail(error: unknown): void {
+    this.#release();
+    this.#sink.fail(error);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#closed) return;
+    this.#release();
+    this.#controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller stopped reading"));
+    await this.#pump?.stop();
+  }
+
+  readonly #onCallerAbort = (): void => {
+    if (this.#closed) return;
+    const reason = this.#callerSignal?.reason;
+    this.#release();
+    this.#controller.abort(reason);
+    void this.#pump?.stop();
+    this.#sink.fail(reason);
+  };
+
+  #release(): void {
+    this.#closed = true;
+    this.#callerSignal?.removeEventListener("abort", this.#onCallerAbort);
   }
 }

@@ -1,6 +1,7 @@
 import { createInbox, type NatsConnection, RequestError } from "@nats-io/transport-node";
 import { ArmatureError, type ErrorCode } from "../../protocol/index.js";
 import type { Registration, RequestHandler, RequestPlane } from "../request-plane.js";
+import { type Delivery, deliver, type StreamSink } from "../stream-sink.js";
 import { decodeMessage, encodeMessage } from "../wire-codec.js";
 import { CallInbox } from "./call-inbox.js";
 import { type CallStart, type CreditGrant, parseCallStart, type StreamMessage } from "./call-wire.js";
@@ -94,6 +95,11 @@ export class NatsRequestPlane implements RequestPlane {
     };
     this.#registrations.add(registration);
     return registration;
+  }
+
+  /** The stream `call` reads, pumped into `sink` as each message is taken (credit is granted as today). */
+  open(address: string, payload: unknown, sink: StreamSink<unknown>, options: { signal?: AbortSignal } = {}): Delivery {
+    return deliver(this.call(address, payload, options), sink);
   }
 
   call(address: string, payload: unknown, options: { signal?: AbortSignal } = {}): AsyncIterable<unknown> {
