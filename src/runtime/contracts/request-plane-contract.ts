@@ -147,14 +147,18 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
       const items: unknown[] = [];
       let calls = 0;
       let stopped: Promise<void> | undefined;
-      const delivery = plane.open("w1", {}, {
-        push: (item) => {
-          items.push(item);
-          if (item === 2) stopped = delivery.stop();
+      const delivery = plane.open(
+        "w1",
+        {},
+        {
+          push: (item) => {
+            items.push(item);
+            if (item === 2) stopped = delivery.stop();
+          },
+          end: () => calls++,
+          fail: () => calls++,
         },
-        end: () => calls++,
-        fail: () => calls++,
-      });
+      );
       await waitFor(() => handlerSawAbort);
       await stopped;
       await new Promise((r) => setTimeout(r, 20));
@@ -198,19 +202,23 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
       let holding: Promise<void> | undefined;
       const items: unknown[] = [];
       let ended = false;
-      plane.open("w1", {}, {
-        get holding() {
-          return holding;
+      plane.open(
+        "w1",
+        {},
+        {
+          get holding() {
+            return holding;
+          },
+          push: (item) => {
+            items.push(item);
+            if (item === 0) holding = hold;
+          },
+          end: () => {
+            ended = true;
+          },
+          fail: () => undefined,
         },
-        push: (item) => {
-          items.push(item);
-          if (item === 0) holding = hold;
-        },
-        end: () => {
-          ended = true;
-        },
-        fail: () => undefined,
-      });
+      );
       await waitFor(() => items.length === 1);
       await new Promise((r) => setTimeout(r, 50));
       // The handler may have run ahead by what one binding buffers (NATS: its credit window).
