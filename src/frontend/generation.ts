@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
 import type { RequestTrace, RequestOutcome as TraceOutcome } from "../observability/index.js";
-import { ArmatureError, type GenerateRequest, type GenerateResponse } from "../protocol/index.js";
+import {
+  ArmatureError,
+  type GenerateRequest,
+  type GenerateResponse,
+  type RequestEnd,
+  type TokenDelta,
+} from "../protocol/index.js";
 import type { Router } from "../router/index.js";
+import { AttachableSink, type Delivery, iterate, type StreamSink } from "../runtime/index.js";
 import { refuseUnservableParams } from "./engine-support.js";
 import type { RoutingDecision } from "./frontend-metrics.js";
 import { IncrementalDetokenizer } from "./incremental-detokenizer.js";
@@ -63,7 +70,13 @@ export interface Generation {
   readonly prefillWorkerId: string | undefined;
   readonly overlapBlocks: number | undefined;
   readonly promptTokens: number;
-  /** Text deltas (never splitting a character, never leaking past a stop string), then one end. */
+  /**
+   * Delivers text deltas (never splitting a character, never leaking past a stop string), then one
+   * end event, into `sink` as the worker's tokens arrive; `stop()` cancels the generation. A
+   * generation that was cancelled ends with no end event.
+   */
+  open(sink: StreamSink<GenerationEvent>): Delivery;
+  /** The same events read as an async iterable; take them one way or the other, once. */
   readonly events: AsyncIterable<GenerationEvent>;
 }
 
@@ -123,26 +136,38 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     promptTokens: tokenIds.length,
     blockSize: pipeline.card.blockSize,
   });
-  const upstream = migratingStream(router, request, call, {
-    signal: input.signal,
-    limit: input.migrationLimit,
-    overrides: params.routerOverrides,
-    onMigrate: input.onMigrate,
-    trace: input.trace,
-  })[Symbol.asyncIterator]();
-  let first: IteratorResult<GenerateResponse>;
+  const started = new AttachableSink<GenerateResponse>();
+  const upstream = migratingStream(
+    router,
+    request,
+    call,
+    {
+      signal: input.signal,
+      limit: input.migrationLimit,
+      overrides: params.routerOverrides,
+      onMigrate: input.onMigrate,
+      trace: input.trace,
+    },
+    started,
+  );
   try {
-    first = await upstream.next();
+    await started.first;
   } catch (error) {
-    await upstream.return?.(undefined);
+    await upstream.stop();
     throw error;
   }
+  const open = (sink: StreamSink<GenerationEvent>): Delivery => {
+    const text = new TextEvents(input, tokenIds.length, sink, upstream);
+    started.attach(text);
+    return text;
+  };
   return {
     workerId: call.workerId,
     prefillWorkerId: call.prefillWorkerId,
     overlapBlocks: call.overlapBlocks,
     promptTokens: tokenIds.length,
-    events: textEvents(first, upstream, input, tokenIds.length),
+    open,
+    events: iterate(open),
   };
 }
 
@@ -166,74 +191,110 @@ function resolveMaxTokens(pipeline: ModelPipeline, promptTokens: number, asked: 
   return asked;
 }
 
-async function* textEvents(
-  first: IteratorResult<GenerateResponse>,
-  upstream: AsyncIterator<GenerateResponse>,
-  input: GenerationInput,
-  promptTokens: number,
-): AsyncGenerator<GenerationEvent> {
-  const detokenizer = new IncrementalDetokenizer(input.pipeline.tokenizer);
-  const stops = new StopMatcher(input.params.stop);
-  let received = 0;
-  let cached = 0;
-  let hostCached: number | undefined;
-  let finishReason: "stop" | "length" = "stop";
-  let ended = false;
-  let stoppedByString = false;
-  try {
-    let next = first;
-    while (!next.done) {
-      const item = next.value;
-      if (item.type === "token-delta") {
-        received += item.tokenIds.length;
-        input.observer.onTokens(item.tokenIds.length);
-        const { text, stopped } = stops.push(detokenizer.push(item.tokenIds));
-        const logprobs =
-          item.logprobs &&
-          describeLogprobs(input.pipeline.tokenizer, item.tokenIds, item.logprobs, input.params.returnTokensAsTokenIds);
-        if (logprobs) yield { type: "text", text, logprobs };
-        else if (text !== "") yield { type: "text", text };
-        if (stopped) {
-          finishReason = "stop";
-          stoppedByString = true;
-          break;
-        }
-      } else {
-        ended = true;
-        input.trace?.ending();
-        cached = item.cachedTokens;
-        hostCached = item.hostCachedTokens;
-        if (item.finishReason === "error") {
-          throw new ArmatureError("ENGINE_FAILED", item.error?.message ?? "the worker failed this request");
-        }
-        if (item.finishReason === "cancelled") return;
-        finishReason = item.finishReason;
-        const rest = stops.push(detokenizer.flush());
-        const tail = rest.stopped ? rest.text : rest.text + stops.flush();
-        if (tail !== "") yield { type: "text", text: tail };
-        break;
-      }
-      next = await upstream.next();
-    }
-    if (!ended && !stoppedByString) {
-      throw new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true });
-    }
-  } finally {
-    // Always close the call: a worker stream is a generator whose cleanup (freeing the sequence,
-    // the in-flight count) runs only when it is resumed or returned. After a `request-end` this
-    // cancels nothing: `migratingStream` has read the worker's stream to its end before handing it on.
-    await upstream.return?.(undefined);
+/**
+ * Turns a worker's token stream into text events: detokenized incrementally, held back at a
+ * possible stop string, cut at a stop string found (the worker is then cancelled), closed by one
+ * end event with the usage. A failure of its own (a tokenizer that throws) fails the sink and
+ * cancels the worker; it never reaches the stream it reads.
+ */
+class TextEvents implements StreamSink<GenerateResponse>, Delivery {
+  readonly #input: GenerationInput;
+  readonly #promptTokens: number;
+  readonly #down: StreamSink<GenerationEvent>;
+  readonly #upstream: Delivery;
+  readonly #detokenizer: IncrementalDetokenizer;
+  readonly #stops: StopMatcher;
+  #received = 0;
+  #over = false;
+
+  constructor(input: GenerationInput, promptTokens: number, down: StreamSink<GenerationEvent>, upstream: Delivery) {
+    this.#input = input;
+    this.#promptTokens = promptTokens;
+    this.#down = down;
+    this.#upstream = upstream;
+    this.#detokenizer = new IncrementalDetokenizer(input.pipeline.tokenizer);
+    this.#stops = new StopMatcher(input.params.stop);
   }
-  yield {
-    type: "end",
-    finishReason,
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: received,
-      total_tokens: promptTokens + received,
-      prompt_tokens_details: { cached_tokens: cached },
-    },
-    ...(hostCached ? { hostCachedTokens: hostCached } : {}),
-    ...(stops.found === undefined ? {} : { stopSequence: stops.found }),
-  };
+
+  get holding(): Promise<void> | undefined {
+    return this.#down.holding;
+  }
+
+  push(item: GenerateResponse): void {
+    if (this.#over) return;
+    try {
+      if (item.type === "token-delta") this.#tokens(item.tokenIds, item.logprobs);
+      else this.#end(item);
+    } catch (error) {
+      this.fail(error);
+      void this.#upstream.stop();
+    }
+  }
+
+  end(): void {
+    // The worker's stream ended without its request-end (a stop string ends this one first).
+    this.fail(new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true }));
+  }
+
+  fail(error: unknown): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#down.fail(error);
+  }
+
+  async stop(): Promise<void> {
+    this.#over = true;
+    await this.#upstream.stop();
+  }
+
+  #tokens(tokenIds: readonly number[], logprobs: TokenDelta["logprobs"]): void {
+    const input = this.#input;
+    this.#received += tokenIds.length;
+    input.observer.onTokens(tokenIds.length);
+    const { text, stopped } = this.#stops.push(this.#detokenizer.push(tokenIds));
+    const described =
+      logprobs && describeLogprobs(input.pipeline.tokenizer, tokenIds, logprobs, input.params.returnTokensAsTokenIds);
+    if (described) this.#down.push({ type: "text", text, logprobs: described });
+    else if (text !== "") this.#down.push({ type: "text", text });
+    if (stopped) {
+      this.#finish("stop", 0, undefined);
+      void this.#upstream.stop();
+    }
+  }
+
+  #end(end: RequestEnd): void {
+    this.#input.trace?.ending();
+    if (end.finishReason === "error") {
+      throw new ArmatureError("ENGINE_FAILED", end.error?.message ?? "the worker failed this request");
+    }
+    if (end.finishReason === "cancelled") {
+      this.#over = true;
+      this.#down.end();
+      return;
+    }
+    const stops = this.#stops;
+    const rest = stops.push(this.#detokenizer.flush());
+    const tail = rest.stopped ? rest.text : rest.text + stops.flush();
+    if (tail !== "") this.#down.push({ type: "text", text: tail });
+    this.#finish(end.finishReason, end.cachedTokens, end.hostCachedTokens);
+  }
+
+  #finish(finishReason: "stop" | "length", cached: number, hostCached: number | undefined): void {
+    this.#over = true;
+    const received = this.#received;
+    const found = this.#stops.found;
+    this.#down.push({
+      type: "end",
+      finishReason,
+      usage: {
+        prompt_tokens: this.#promptTokens,
+        completion_tokens: received,
+        total_tokens: this.#promptTokens + received,
+        prompt_tokens_details: { cached_tokens: cached },
+      },
+      ...(hostCached ? { hostCachedTokens: hostCached } : {}),
+      ...(found === undefined ? {} : { stopSequence: found }),
+    });
+    this.#down.end();
+  }
 }

@@ -4,6 +4,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { silentLogger } from "../observability/index.js";
+import { type Delivery, deliver, iterate, type StreamSink } from "../runtime/index.js";
 import type { Generation, GenerationEnd, GenerationEvent } from "./generation.js";
 import { type StreamShape, streamGeneration } from "./sse-stream.js";
 import { SseWriter } from "./sse-writer.js";
@@ -15,18 +16,14 @@ const end: GenerationEnd = {
 };
 
 function generationOf(events: readonly GenerationEvent[], failAfter?: number): Generation {
-  return {
-    workerId: "w",
-    prefillWorkerId: undefined,
-    overlapBlocks: undefined,
-    promptTokens: 3,
-    events: (async function* () {
-      for (const [i, event] of events.entries()) {
-        if (i === failAfter) throw new Error("the worker went away");
-        yield event;
-      }
-    })(),
-  };
+  async function* source(): AsyncGenerator<GenerationEvent> {
+    for (const [i, event] of events.entries()) {
+      if (i === failAfter) throw new Error("the worker went away");
+      yield event;
+    }
+  }
+  const open = (sink: StreamSink<GenerationEvent>): Delivery => deliver(source(), sink);
+  return { workerId: "w", prefillWorkerId: undefined, overlapBlocks: undefined, promptTokens: 3, open, events: iterate(open) };
 }
 
 /** Streams `generation` through `shape` from a real HTTP server; the body the client read, what the driver returned, and what was logged. */

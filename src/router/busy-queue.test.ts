@@ -63,10 +63,12 @@ test("while every worker is busy requests wait in order, and a full queue answer
     await new Promise((r) => setTimeout(r, 5));
     assert.equal(router.queuedRequests, 1);
     await assert.rejects(router.route(request(1), { signal: new AbortController().signal }), { code: "ROUTER_OVERLOADED" });
+    assert.deepEqual(order, [], "the second waits while the first runs");
+    // The first's slot is freed as its stream ends at the worker, so the second may be routed
+    // before the last of the first's stream is read here.
     await drain(first.stream);
-    order.push("first done");
     await second;
-    assert.deepEqual(order, ["first done", "second routed"]);
+    assert.deepEqual(order, ["second routed"]);
     assert.equal(router.queuedRequests, 0);
   } finally {
     await close();

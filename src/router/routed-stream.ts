@@ -1,76 +1,115 @@
 import type { GenerateResponse, RequestEnd } from "../protocol/index.js";
+import { type Delivery, deliver, iterate, type StreamSink } from "../runtime/index.js";
+
+/** Opens a routed call's stream into a sink: the call starts, its responses are pushed as they come. */
+export type OpenStream = (sink: StreamSink<GenerateResponse>) => Delivery;
+
+/** A routed call's stream, delivered into a sink (`open`) or read as an async iterable (`stream`); one or the other, once. */
+export interface CallStream {
+  readonly open: OpenStream;
+  /** `open` read through a queue, for consumers that pull. */
+  readonly stream: AsyncIterable<GenerateResponse>;
+}
+
+/** The two ways to take a call's stream, both from `open`. */
+export function callStream(open: OpenStream): CallStream {
+  return { open, stream: iterate(open) };
+}
 
 /** A stream of one item: a request that ended in its prefill. */
-export async function* once(end: RequestEnd): AsyncGenerator<GenerateResponse> {
+export function once(end: RequestEnd): OpenStream {
+  return (sink) => deliver(oneItem(end), sink);
+}
+
+async function* oneItem(end: RequestEnd): AsyncGenerator<GenerateResponse> {
   yield end;
 }
 
 /** Passes a stream through, telling `onEnd` about its `request-end`. */
-export async function* tapEnd(
-  source: AsyncIterable<GenerateResponse>,
-  onEnd: (end: RequestEnd) => void,
-): AsyncGenerator<GenerateResponse> {
-  for await (const item of source) {
-    if (item.type === "request-end") onEnd(item);
-    yield item;
-  }
+export function tapEnd(open: OpenStream, onEnd: (end: RequestEnd) => void): OpenStream {
+  return (sink) =>
+    open({
+      get holding() {
+        return sink.holding;
+      },
+      push: (item) => {
+        if (item.type === "request-end") onEnd(item);
+        sink.push(item);
+      },
+      end: () => sink.end(),
+      fail: (error) => sink.fail(error),
+    });
 }
 
 /**
  * Wraps a worker's stream: each item is checked (`check` throws on a malformed one, and the call is
- * then cancelled), `release` runs exactly once when it ends, fails or is abandoned, and
- * `firstToken` on its first token.
+ * then cancelled and its sink failed), `release` runs exactly once when it ends, fails or is
+ * stopped, and `firstToken` on its first token.
  */
 export function tracked(
-  source: AsyncIterable<unknown>,
+  open: (sink: StreamSink<unknown>) => Delivery,
   release: () => void,
   firstToken: () => void,
   check: (item: unknown) => GenerateResponse,
-): AsyncIterable<GenerateResponse> {
-  let released = false;
-  let sawToken = false;
-  const releaseOnce = (): void => {
-    if (!released) {
-      released = true;
-      release();
+): OpenStream {
+  return (sink) => {
+    const checked = new CheckedSink(sink, release, firstToken, check);
+    const delivery = open(checked);
+    return {
+      stop: async () => {
+        checked.releaseOnce();
+        await delivery.stop();
+      },
+    };
+  };
+}
+
+class CheckedSink implements StreamSink<unknown> {
+  readonly #down: StreamSink<GenerateResponse>;
+  readonly #release: () => void;
+  readonly #firstToken: () => void;
+  readonly #check: (item: unknown) => GenerateResponse;
+  #released = false;
+  #sawToken = false;
+
+  constructor(
+    down: StreamSink<GenerateResponse>,
+    release: () => void,
+    firstToken: () => void,
+    check: (item: unknown) => GenerateResponse,
+  ) {
+    this.#down = down;
+    this.#release = release;
+    this.#firstToken = firstToken;
+    this.#check = check;
+  }
+
+  get holding(): Promise<void> | undefined {
+    return this.#down.holding;
+  }
+
+  push(item: unknown): void {
+    const response = this.#check(item);
+    if (!this.#sawToken && response.type === "token-delta") {
+      this.#sawToken = true;
+      this.#firstToken();
     }
-  };
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<GenerateResponse> {
-      const inner = source[Symbol.asyncIterator]();
-      return {
-        async next() {
-          let result: IteratorResult<unknown>;
-          try {
-            result = await inner.next();
-          } catch (error) {
-            releaseOnce();
-            throw error;
-          }
-          if (result.done) {
-            releaseOnce();
-            return { done: true, value: undefined };
-          }
-          let response: GenerateResponse;
-          try {
-            response = check(result.value);
-          } catch (error) {
-            releaseOnce();
-            await inner.return?.();
-            throw error;
-          }
-          if (!sawToken && response.type === "token-delta") {
-            sawToken = true;
-            firstToken();
-          }
-          return { done: false, value: response };
-        },
-        async return(value?: unknown) {
-          releaseOnce();
-          await inner.return?.();
-          return { done: true, value: value as GenerateResponse };
-        },
-      };
-    },
-  };
+    this.#down.push(response);
+  }
+
+  end(): void {
+    this.releaseOnce();
+    this.#down.end();
+  }
+
+  fail(error: unknown): void {
+    this.releaseOnce();
+    this.#down.fail(error);
+  }
+
+  releaseOnce(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#release();
+  }
 }

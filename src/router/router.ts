@@ -9,7 +9,7 @@ import {
   type RankRequest,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { Runtime } from "../runtime/index.js";
+import type { Delivery, Runtime, StreamSink } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue, type QueueTicket, type ShedReason } from "./admission-queue.js";
 import { FirstTokenLead } from "./first-token-lead.js";
@@ -17,7 +17,7 @@ import type { RoutingPolicy } from "./policy.js";
 import { callEmbedding, callRanking, type EmbeddingCall, type RankingCall } from "./pooling-call.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
-import { once, tapEnd, tracked } from "./routed-stream.js";
+import { callStream, type OpenStream, once, tapEnd, tracked } from "./routed-stream.js";
 import { WorkerSet } from "./worker-set.js";
 import type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";
 
@@ -70,6 +70,9 @@ export interface RoutedCall {
   readonly overlapBlocks: number | undefined;
   /** The worker that prefilled the request, when it was disaggregated. */
   readonly prefillWorkerId?: string | undefined;
+  /** Opens the call's stream into a sink (the worker's responses pushed as they arrive). */
+  readonly open: OpenStream;
+  /** The same stream read as an async iterable; take it one way or the other, once. */
   readonly stream: AsyncIterable<GenerateResponse>;
 }
 
@@ -232,7 +235,7 @@ export class Router {
             workerId: staged.prefillWorkerId,
             prefillWorkerId: staged.prefillWorkerId,
             overlapBlocks: staged.overlapBlocks,
-            stream: once(end),
+            ...callStream(once(end)),
           };
         }
         if (staged) {
@@ -244,7 +247,7 @@ export class Router {
             ...call,
             prefillWorkerId: staged.prefillWorkerId,
             overlapBlocks: staged.overlapBlocks,
-            stream: onEnd ? tapEnd(call.stream, onEnd) : call.stream,
+            ...(onEnd ? callStream(tapEnd(call.open, onEnd)) : {}),
           };
         }
       } finally {
@@ -307,7 +310,8 @@ export class Router {
     this.workers.adjustInflight(workerId, 1);
     this.#policy.onRouted?.(workerId, routeRequest);
     const sent = options.trace ? { ...request, traceContext: options.trace.workerContext } : request;
-    const source = this.#runtime.requests.call(workerId, sent, { signal: options.signal });
+    const requests = this.#runtime.requests;
+    const source = (sink: StreamSink<unknown>): Delivery => requests.open(workerId, sent, sink, { signal: options.signal });
     const release = (): void => {
       this.#load.free(bookingId);
       this.workers.adjustInflight(workerId, -1);
@@ -323,12 +327,14 @@ export class Router {
     return {
       workerId,
       overlapBlocks,
-      stream: tracked(source, release, firstToken, (item) => {
-        const response = this.#runtime.invalidMessages.accept("generate-response", generateResponseSchema, item, workerId);
-        if (!response)
-          throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
-        return response;
-      }),
+      ...callStream(
+        tracked(source, release, firstToken, (item) => {
+          const response = this.#runtime.invalidMessages.accept("generate-response", generateResponseSchema, item, workerId);
+          if (!response)
+            throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
+          return response;
+        }),
+      ),
     };
   }
 

@@ -1,5 +1,5 @@
 import { migratingStream, type RunningRequestListener } from "../frontend/index.js";
-import { type GenerateRequest, isArmatureError } from "../protocol/index.js";
+import { type GenerateRequest, isArmatureError, type RequestEnd } from "../protocol/index.js";
 import type { Router } from "../router/index.js";
 import type { Clock } from "../runtime/index.js";
 import type { ReplayRecorder } from "./replay-recorder.js";
@@ -66,36 +66,49 @@ async function follow(
   let first = -1;
   let last = -1;
   let count = 0;
-  try {
-    for await (const item of migratingStream(router, request, call, { signal, limit: MIGRATION_LIMIT })) {
-      if (item.type === "token-delta") {
-        if (first < 0) first = clock.now();
-        last = clock.now();
-        count += item.tokenIds.length;
-        running?.tokens(last, item.tokenIds.length);
-        hooks.onToken?.();
-      } else if (item.finishReason === "length" || item.finishReason === "stop") {
-        const itlMs = count > 1 ? (last - first) / (count - 1) : undefined;
-        recorder.complete({
-          requestId: request.requestId,
-          priority: request.priority,
-          ttftMs: first - arrival,
-          itlMs,
-          promptTokens: item.promptTokens,
-          cachedTokens: item.cachedTokens,
-          hostCachedTokens: item.hostCachedTokens,
-          outputTokens: item.completionTokens,
-        });
-        hooks.onFinished?.({
-          inputTokens: item.promptTokens,
-          outputTokens: item.completionTokens,
-          cachedTokens: item.cachedTokens,
-          ttftMs: first < 0 ? undefined : first - arrival,
-          itlMs,
-        });
-      }
-    }
-  } catch {
-    // Refused by every worker it reached (longer than their context or cache): not completed.
-  }
+  const onEnd = (item: RequestEnd): void => {
+    if (item.finishReason !== "length" && item.finishReason !== "stop") return;
+    const itlMs = count > 1 ? (last - first) / (count - 1) : undefined;
+    recorder.complete({
+      requestId: request.requestId,
+      priority: request.priority,
+      ttftMs: first - arrival,
+      itlMs,
+      promptTokens: item.promptTokens,
+      cachedTokens: item.cachedTokens,
+      hostCachedTokens: item.hostCachedTokens,
+      outputTokens: item.completionTokens,
+    });
+    hooks.onFinished?.({
+      inputTokens: item.promptTokens,
+      outputTokens: item.completionTokens,
+      cachedTokens: item.cachedTokens,
+      ttftMs: first < 0 ? undefined : first - arrival,
+      itlMs,
+    });
+  };
+  // Refused by every worker it reached (longer than their context or cache): not completed.
+  await new Promise<void>((resolve) => {
+    migratingStream(
+      router,
+      request,
+      call,
+      { signal, limit: MIGRATION_LIMIT },
+      {
+        push: (item) => {
+          if (item.type === "request-end") {
+            onEnd(item);
+            return;
+          }
+          if (first < 0) first = clock.now();
+          last = clock.now();
+          count += item.tokenIds.length;
+          running?.tokens(last, item.tokenIds.length);
+          hooks.onToken?.();
+        },
+        end: resolve,
+        fail: () => resolve(),
+      },
+    );
+  });
 }

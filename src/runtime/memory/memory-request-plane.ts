@@ -145,8 +145,15 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
     return this.#sink.holding;
   }
 
+  /** A throw here (the caller refused the item) stops the pump: the handler is cancelled first. */
   push(item: unknown): void {
-    this.#sink.push(item);
+    try {
+      this.#sink.push(item);
+    } catch (error) {
+      this.#release();
+      this.#controller.abort(new ArmatureError("REQUEST_CANCELLED", "caller refused a response"));
+      throw error;
+    }
   }
 
   end(): void {
