@@ -1,4 +1,4 @@
-import type { Delivery, StreamSink } from "./stream-sink.js";
+import { type Delivery, iterate, type StreamSink } from "./stream-sink.js";
 
 /** Context a handler gets with each request. */
 export interface RequestContext {
@@ -12,8 +12,27 @@ export interface RequestContext {
   readonly reportProgress?: () => void;
 }
 
-/** Serves one address: takes a payload, streams responses back. */
-export type RequestHandler = (payload: unknown, context: RequestContext) => AsyncIterable<unknown>;
+/**
+ * Serves one address: takes a payload, streams responses back. A handler made by
+ * `deliveringHandler` also delivers into a caller's sink itself (`deliver`): in one process its
+ * responses then reach the caller with no iterator between them.
+ */
+export type RequestHandler = ((payload: unknown, context: RequestContext) => AsyncIterable<unknown>) & {
+  readonly deliver?: DeliverResponses;
+};
+
+/**
+ * Delivers one call's responses into the caller's sink; `stop()` unwinds the work. Called with
+ * the call's context (its signal aborts when the caller cancels); may throw to refuse the call.
+ */
+export type DeliverResponses = (payload: unknown, context: RequestContext, sink: StreamSink<unknown>) => Delivery;
+
+/** A handler that delivers into the caller's sink where the plane can (in one process), and streams elsewhere. */
+export function deliveringHandler(deliverResponses: DeliverResponses): RequestHandler {
+  const handler = (payload: unknown, context: RequestContext): AsyncIterable<unknown> =>
+    iterate((sink) => deliverResponses(payload, context, sink));
+  return Object.assign(handler, { deliver: deliverResponses });
+}
 
 export interface Registration {
   /** Stops accepting new calls at this address; calls in flight continue. */

@@ -16,7 +16,17 @@ import {
   type WorkerRole,
   wireTraceContextSchema,
 } from "../protocol/index.js";
-import type { InstanceRecord, Lease, PlannerWorkerOrigin, Registration, Runtime } from "../runtime/index.js";
+import {
+  type Delivery,
+  deliver,
+  deliveringHandler,
+  type InstanceRecord,
+  type Lease,
+  type PlannerWorkerOrigin,
+  type Registration,
+  type Runtime,
+  type StreamSink,
+} from "../runtime/index.js";
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
@@ -170,7 +180,10 @@ export class WorkerHost {
       }
     });
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
-    this.#registration = await runtime.requests.serve(this.id, (payload, { signal }) => this.#handle(payload, signal));
+    this.#registration = await runtime.requests.serve(
+      this.id,
+      deliveringHandler((payload, { signal }, sink) => this.#handle(payload, signal, sink)),
+    );
     this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
     if (this.#tokenizer) {
       this.#tokenizerRegistration = await serveTokenizer({ runtime, workerId: this.id, bundle: this.#tokenizer });
@@ -229,7 +242,13 @@ export class WorkerHost {
     return this.#o.leaseTtlMs ?? 10_000;
   }
 
-  async *#handle(payload: unknown, callerSignal: AbortSignal): AsyncGenerator<GenerateResponse> {
+  /**
+   * Serves one generate call: the engine's responses are delivered into the caller's sink as the
+   * engine yields them. The request counts as in flight until its `request-end` (even if the
+   * caller never reads on); the deadline's timer and the load update follow the engine's stream
+   * ending, failing or being stopped.
+   */
+  #handle(payload: unknown, callerSignal: AbortSignal, sink: StreamSink<unknown>): Delivery {
     if (this.#state !== "running") {
       throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
     }
@@ -244,24 +263,51 @@ export class WorkerHost {
     });
     this.#inflight.add(tracked);
     this.#publishLoad();
-    try {
-      const tracing = this.#o.tracing ?? noTracing;
-      const served = this.#serve(request, signal);
-      const traced = tracing.exporting && request.traceContext ? withWorkerSpans(tracing, this.id, request, served) : served;
-      for await (const response of traced) {
-        if (response.type === "request-end") {
-          // Done once the end exists, even if the caller never resumes this generator.
-          this.#inflight.delete(tracked);
-          done();
-        }
-        yield response;
-      }
-    } finally {
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
       clear();
       this.#inflight.delete(tracked);
       done();
       this.#publishLoad();
+    };
+    const tracing = this.#o.tracing ?? noTracing;
+    let served: AsyncIterable<GenerateResponse>;
+    try {
+      served = this.#serve(request, signal);
+    } catch (error) {
+      finish();
+      throw error;
     }
+    const traced = tracing.exporting && request.traceContext ? withWorkerSpans(tracing, this.id, request, served) : served;
+    const delivery = deliver<GenerateResponse>(traced, {
+      get holding() {
+        return sink.holding;
+      },
+      push: (response) => {
+        if (response.type === "request-end") {
+          // Done once the end exists, even if the caller never reads on.
+          this.#inflight.delete(tracked);
+          done();
+        }
+        sink.push(response);
+      },
+      end: () => {
+        finish();
+        sink.end();
+      },
+      fail: (error) => {
+        finish();
+        sink.fail(error);
+      },
+    });
+    return {
+      stop: async () => {
+        await delivery.stop();
+        finish();
+      },
+    };
   }
 
   /** A malformed trace context was dropped by the schema (the request is served untraced): count it. */

@@ -138,7 +138,18 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
       return;
     }
     signal?.addEventListener("abort", this.#onCallerAbort, { once: true });
-    this.#pump = deliver(handler(payload, { signal: this.#controller.signal }), this);
+    const context = { signal: this.#controller.signal };
+    if (!handler.deliver) {
+      this.#pump = deliver(handler(payload, context), this);
+      return;
+    }
+    try {
+      this.#pump = handler.deliver(payload, context, this);
+    } catch (error) {
+      // Refused before it started: the caller hears it as it hears any failure, after open returns.
+      this.#release();
+      queueMicrotask(() => sink.fail(error));
+    }
   }
 
   get holding(): Promise<void> | undefined {
