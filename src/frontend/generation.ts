@@ -232,6 +232,7 @@ class TextEvents implements StreamSink<GenerateResponse>, Delivery {
   }
 
   end(): void {
+    if (this.#over) return;
     // The worker's stream ended without its request-end (a stop string ends this one first).
     this.fail(new ArmatureError("WORKER_UNAVAILABLE", "the worker's stream ended before the request did", { retryable: true }));
   }

@@ -86,7 +86,8 @@ class SseDriver implements StreamSink<GenerationEvent> {
       return;
     }
     if (event.type === "text") {
-      this.#queue(() => this.write(this.#shape.text(event)));
+      if (this.#full) this.#queue(() => this.write(this.#shape.text(event)));
+      else this.#writeNow(event);
       return;
     }
     this.#over = true;
@@ -163,6 +164,18 @@ class SseDriver implements StreamSink<GenerationEvent> {
       if (this.#full === settled) this.#full = undefined;
     });
     this.#full = settled;
+  }
+
+  /** A piece of text written in this turn (the common case: the socket takes it; no closure, no promise). */
+  #writeNow(event: TextEvent): void {
+    let full: Promise<void> | undefined;
+    try {
+      full = this.write(this.#shape.text(event));
+    } catch (error) {
+      this.#broke(error);
+      return;
+    }
+    if (full) this.#queue(() => full);
   }
 
   #broke(error: unknown): void {

@@ -18,7 +18,6 @@ import {
 } from "../protocol/index.js";
 import {
   type Delivery,
-  deliver,
   deliveringHandler,
   type InstanceRecord,
   type Lease,
@@ -30,6 +29,7 @@ import {
 import { TransferAgent, type TransferAgentOptions } from "../transfer/index.js";
 import { callSignal } from "./deadline.js";
 import { serveDecode, servePrefill } from "./disaggregated-phases.js";
+import { HostedCall, type HostedCallHooks } from "./hosted-call.js";
 import { KvExports, type KvExportsOptions } from "./kv-exports.js";
 import { serveLoraAdmin } from "./lora-service.js";
 import { modelCardFor } from "./model-card.js";
@@ -257,58 +257,33 @@ export class WorkerHost {
     // The caller's deadline holds here too: work nobody waits for any more stops even if the
     // cancellation is lost on the way.
     const { signal, clear } = callSignal(this.#o.runtime.clock, callerSignal, request.timeoutMs);
-    let done!: () => void;
-    const tracked = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    this.#inflight.add(tracked);
+    const call = new HostedCall(sink, this.#callHooks, clear);
+    this.#callsInFlight++;
     this.#publishLoad();
-    let finished = false;
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      clear();
-      this.#inflight.delete(tracked);
-      done();
-      this.#publishLoad();
-    };
-    const tracing = this.#o.tracing ?? noTracing;
-    let served: AsyncIterable<GenerateResponse>;
     try {
-      served = this.#serve(request, signal);
+      const served = this.#serve(request, signal);
+      const tracing = this.#o.tracing ?? noTracing;
+      call.start(tracing.exporting && request.traceContext ? withWorkerSpans(tracing, this.id, request, served) : served);
     } catch (error) {
-      finish();
+      call.finish();
       throw error;
     }
-    const traced = tracing.exporting && request.traceContext ? withWorkerSpans(tracing, this.id, request, served) : served;
-    const delivery = deliver<GenerateResponse>(traced, {
-      get holding() {
-        return sink.holding;
-      },
-      push: (response) => {
-        if (response.type === "request-end") {
-          // Done once the end exists, even if the caller never reads on.
-          this.#inflight.delete(tracked);
-          done();
-        }
-        sink.push(response);
-      },
-      end: () => {
-        finish();
-        sink.end();
-      },
-      fail: (error) => {
-        finish();
-        sink.fail(error);
-      },
-    });
-    return {
-      stop: async () => {
-        await delivery.stop();
-        finish();
-      },
-    };
+    return call;
   }
+
+  /** Generate calls in flight: started, their `request-end` not produced yet. */
+  #callsInFlight = 0;
+  /** Told when the last call in flight ends while the worker drains. */
+  #callsDone: (() => void) | undefined;
+
+  /** One object for every call this host serves (no closures made per request). */
+  readonly #callHooks: HostedCallHooks = {
+    ended: () => {
+      this.#callsInFlight--;
+      if (this.#callsInFlight === 0) this.#callsDone?.();
+    },
+    finished: () => this.#publishLoad(),
+  };
 
   /** A malformed trace context was dropped by the schema (the request is served untraced): count it. */
   #countDroppedTraceContext(payload: unknown, request: GenerateRequest): void {
@@ -403,7 +378,7 @@ export class WorkerHost {
 
   async #drain(graceMs: number): Promise<void> {
     this.#state = "draining";
-    this.#log.info({ inflight: this.#inflight.size }, "worker draining");
+    this.#log.info({ inflight: this.#inflight.size + this.#callsInFlight }, "worker draining");
     this.#stop.abort();
     this.#unwatchAdapters?.();
     await this.#reregistering;
@@ -415,7 +390,13 @@ export class WorkerHost {
     await this.#tokenizerRegistration?.close();
     const graceOver = new AbortController();
     const grace = this.#o.runtime.clock.sleep(graceMs, graceOver.signal).catch(() => undefined);
-    await Promise.race([Promise.all(this.#inflight), grace]);
+    const callsDone =
+      this.#callsInFlight === 0
+        ? undefined
+        : new Promise<void>((resolve) => {
+            this.#callsDone = resolve;
+          });
+    await Promise.race([Promise.all([...this.#inflight, callsDone]), grace]);
     graceOver.abort();
   }
 

@@ -137,7 +137,7 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
       queueMicrotask(() => sink.fail(signal.reason));
       return;
     }
-    signal?.addEventListener("abort", this.#onCallerAbort, { once: true });
+    signal?.addEventListener("abort", this, { once: true });
     const context = { signal: this.#controller.signal };
     if (!handler.deliver) {
       this.#pump = deliver(handler(payload, context), this);
@@ -184,17 +184,18 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
     await this.#pump?.stop();
   }
 
-  readonly #onCallerAbort = (): void => {
+  /** The caller's signal aborted (this object is its listener: no closure per call). */
+  handleEvent(): void {
     if (this.#closed) return;
     const reason = this.#callerSignal?.reason;
     this.#release();
     this.#controller.abort(reason);
     void this.#pump?.stop();
     this.#sink.fail(reason);
-  };
+  }
 
   #release(): void {
     this.#closed = true;
-    this.#callerSignal?.removeEventListener("abort", this.#onCallerAbort);
+    this.#callerSignal?.removeEventListener("abort", this);
   }
 }
