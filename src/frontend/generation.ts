@@ -167,7 +167,10 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     overlapBlocks: call.overlapBlocks,
     promptTokens: tokenIds.length,
     open,
-    events: iterate(open),
+    // Made when asked for: a streamed answer is delivered into its writer and never read this way.
+    get events() {
+      return iterate(open);
+    },
   };
 }
 

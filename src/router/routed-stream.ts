@@ -1,20 +1,8 @@
 import type { GenerateResponse, RequestEnd } from "../protocol/index.js";
-import { type Delivery, deliver, iterate, type StreamSink } from "../runtime/index.js";
+import { type Delivery, deliver, type StreamSink } from "../runtime/index.js";
 
 /** Opens a routed call's stream into a sink: the call starts, its responses are pushed as they come. */
 export type OpenStream = (sink: StreamSink<GenerateResponse>) => Delivery;
-
-/** A routed call's stream, delivered into a sink (`open`) or read as an async iterable (`stream`); one or the other, once. */
-export interface CallStream {
-  readonly open: OpenStream;
-  /** `open` read through a queue, for consumers that pull. */
-  readonly stream: AsyncIterable<GenerateResponse>;
-}
-
-/** The two ways to take a call's stream, both from `open`. */
-export function callStream(open: OpenStream): CallStream {
-  return { open, stream: iterate(open) };
-}
 
 /** A stream of one item: a request that ended in its prefill. */
 export function once(end: RequestEnd): OpenStream {

@@ -9,7 +9,7 @@ import {
   type RankRequest,
   type WorkerRole,
 } from "../protocol/index.js";
-import type { Delivery, Runtime, StreamSink } from "../runtime/index.js";
+import { type Delivery, iterate, type Runtime, type StreamSink } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
 import { AdmissionQueue, type QueueTicket, type ShedReason } from "./admission-queue.js";
 import { FirstTokenLead } from "./first-token-lead.js";
@@ -17,7 +17,7 @@ import type { RoutingPolicy } from "./policy.js";
 import { callEmbedding, callRanking, type EmbeddingCall, type RankingCall } from "./pooling-call.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
-import { callStream, type OpenStream, once, tapEnd, tracked } from "./routed-stream.js";
+import { type OpenStream, once, tapEnd, tracked } from "./routed-stream.js";
 import { WorkerSet } from "./worker-set.js";
 import type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";
 
@@ -231,24 +231,20 @@ export class Router {
         const staged = await this.#prefill.run(request, options.signal, chooseDecodeWorker, options.trace);
         if (staged?.end) {
           const end = staged.end;
-          return {
-            workerId: staged.prefillWorkerId,
-            prefillWorkerId: staged.prefillWorkerId,
-            overlapBlocks: staged.overlapBlocks,
-            ...callStream(once(end)),
-          };
+          return routedCall(
+            { workerId: staged.prefillWorkerId, prefillWorkerId: staged.prefillWorkerId, overlapBlocks: staged.overlapBlocks },
+            once(end),
+          );
         }
         if (staged) {
           const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
           const call = await this.#routeDecode(decode, decodeWorker?.id, options);
           const onEnd = this.#prefill.onDecodeEnd;
           // The prompt's cache hits happened on the prefill worker.
-          return {
-            ...call,
-            prefillWorkerId: staged.prefillWorkerId,
-            overlapBlocks: staged.overlapBlocks,
-            ...(onEnd ? callStream(tapEnd(call.open, onEnd)) : {}),
-          };
+          return routedCall(
+            { workerId: call.workerId, prefillWorkerId: staged.prefillWorkerId, overlapBlocks: staged.overlapBlocks },
+            onEnd ? tapEnd(call.open, onEnd) : call.open,
+          );
         }
       } finally {
         decodeWorker?.release();
@@ -324,18 +320,15 @@ export class Router {
       this.#policy.onFirstToken?.(workerId, routeRequest);
       this.#queues.get(request.model)?.notify();
     };
-    return {
-      workerId,
-      overlapBlocks,
-      ...callStream(
-        tracked(source, release, firstToken, (item) => {
-          const response = this.#runtime.invalidMessages.accept("generate-response", generateResponseSchema, item, workerId);
-          if (!response)
-            throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
-          return response;
-        }),
-      ),
-    };
+    return routedCall(
+      { workerId, overlapBlocks },
+      tracked(source, release, firstToken, (item) => {
+        const response = this.#runtime.invalidMessages.accept("generate-response", generateResponseSchema, item, workerId);
+        if (!response)
+          throw new ArmatureError("ENGINE_FAILED", `worker ${workerId} sent a malformed response`, { retryable: true });
+        return response;
+      }),
+    );
   }
 
   /**
@@ -432,6 +425,17 @@ export class Router {
       return undefined;
     }
   }
+}
+
+/** A routed call whose `stream` is made only when read: most calls are delivered into a sink. */
+function routedCall(fields: Omit<RoutedCall, "open" | "stream">, open: OpenStream): RoutedCall {
+  return {
+    ...fields,
+    open,
+    get stream() {
+      return iterate(open);
+    },
+  };
 }
 
 /**
