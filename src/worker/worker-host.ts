@@ -83,7 +83,20 @@ export class WorkerHost {
   #state: WorkerState = "starting";
   readonly #o: WorkerHostOptions;
   readonly #log: Logger;
+  /** Pooling calls (embeddings, scores) in flight, each settling when it ends. */
   readonly #inflight = new Set<Promise<void>>();
+  /** Generate calls in flight: started, their `request-end` not produced yet. */
+  #callsInFlight = 0;
+  /** Told when the last generate call in flight ends while the worker drains. */
+  #callsDone: (() => void) | undefined;
+  /** One object for every generate call this host serves (no closures made per request). */
+  readonly #callHooks: HostedCallHooks = {
+    ended: () => {
+      this.#callsInFlight--;
+      if (this.#callsInFlight === 0) this.#callsDone?.();
+    },
+    finished: () => this.#publishLoad(),
+  };
   readonly #stop = new AbortController();
   #lease: Lease | undefined;
   #registration: Registration | undefined;
@@ -270,20 +283,6 @@ export class WorkerHost {
     }
     return call;
   }
-
-  /** Generate calls in flight: started, their `request-end` not produced yet. */
-  #callsInFlight = 0;
-  /** Told when the last call in flight ends while the worker drains. */
-  #callsDone: (() => void) | undefined;
-
-  /** One object for every call this host serves (no closures made per request). */
-  readonly #callHooks: HostedCallHooks = {
-    ended: () => {
-      this.#callsInFlight--;
-      if (this.#callsInFlight === 0) this.#callsDone?.();
-    },
-    finished: () => this.#publishLoad(),
-  };
 
   /** A malformed trace context was dropped by the schema (the request is served untraced): count it. */
   #countDroppedTraceContext(payload: unknown, request: GenerateRequest): void {
