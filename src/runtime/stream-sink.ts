@@ -84,6 +84,18 @@ class Pump<T> implements Delivery {
   }
 }
 
+/** A wait a consumer asks its producer for, settled by `release`. */
+class Hold {
+  readonly promise: Promise<void>;
+  release!: () => void;
+
+  constructor() {
+    this.promise = new Promise<void>((resolve) => {
+      this.release = resolve;
+    });
+  }
+}
+
 /** Items an iterating consumer has not taken yet before the producer is asked to hold. */
 const QUEUED_ITEMS = 16;
 
@@ -102,7 +114,7 @@ class SinkQueue<T> implements StreamSink<T>, AsyncIterator<T> {
   #delivery: Delivery | undefined;
   #outcome: { error: unknown } | "ended" | undefined;
   #wake: (() => void) | undefined;
-  #hold: { promise: Promise<void>; release: () => void } | undefined;
+  #hold: Hold | undefined;
 
   constructor(open: (sink: StreamSink<T>) => Delivery) {
     this.#open = open;
@@ -110,13 +122,7 @@ class SinkQueue<T> implements StreamSink<T>, AsyncIterator<T> {
 
   get holding(): Promise<void> | undefined {
     if (this.#items.length < QUEUED_ITEMS) return undefined;
-    if (!this.#hold) {
-      let release!: () => void;
-      const promise = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      this.#hold = { promise, release };
-    }
+    this.#hold ??= new Hold();
     return this.#hold.promise;
   }
 
@@ -182,7 +188,7 @@ export class AttachableSink<T> implements StreamSink<T> {
   #buffered: T[] = [];
   #outcome: { error: unknown } | "ended" | undefined;
   #down: StreamSink<T> | undefined;
-  #hold: { promise: Promise<void>; release: () => void } | undefined;
+  #hold: Hold | undefined;
 
   constructor() {
     this.first = new Promise<void>((resolve, reject) => {
@@ -196,13 +202,7 @@ export class AttachableSink<T> implements StreamSink<T> {
   get holding(): Promise<void> | undefined {
     if (this.#down) return this.#down.holding;
     if (this.#buffered.length < QUEUED_ITEMS) return undefined;
-    if (!this.#hold) {
-      let release!: () => void;
-      const promise = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      this.#hold = { promise, release };
-    }
+    this.#hold ??= new Hold();
     return this.#hold.promise;
   }
 

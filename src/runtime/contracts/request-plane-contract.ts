@@ -48,17 +48,7 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
 
   test(`${name}: aborting the caller's signal cancels the handler`, () =>
     withFixture(async ({ plane }) => {
-      let handlerSawAbort = false;
-      await plane.serve("w1", async function* (_payload, { signal }) {
-        try {
-          for (let i = 0; !signal.aborted; i++) {
-            yield i;
-            await new Promise((r) => setTimeout(r, 2));
-          }
-        } finally {
-          handlerSawAbort = signal.aborted;
-        }
-      });
+      const handler = await serveUntilAborted(plane);
       const controller = new AbortController();
       let received = 0;
       await assert.rejects(async () => {
@@ -67,24 +57,14 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
         }
         throw new Error("stream ended without the abort surfacing");
       });
-      await waitFor(() => handlerSawAbort);
+      await waitFor(() => handler.sawAbort);
     }));
 
   test(`${name}: a consumer that stops reading cancels the handler`, () =>
     withFixture(async ({ plane }) => {
-      let handlerSawAbort = false;
-      await plane.serve("w1", async function* (_payload, { signal }) {
-        try {
-          for (let i = 0; i < 1000; i++) {
-            yield i;
-            await new Promise((r) => setTimeout(r, 1));
-          }
-        } finally {
-          handlerSawAbort = signal.aborted;
-        }
-      });
+      const handler = await serveThousand(plane);
       for await (const item of plane.call("w1", {})) if (item === 2) break;
-      await waitFor(() => handlerSawAbort);
+      await waitFor(() => handler.sawAbort);
     }));
 
   test(`${name}: an error thrown by the handler reaches the caller`, () =>
@@ -133,17 +113,7 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
 
   test(`${name}: stopping a delivery cancels the handler, and nothing more reaches the sink`, () =>
     withFixture(async ({ plane }) => {
-      let handlerSawAbort = false;
-      await plane.serve("w1", async function* (_payload, { signal }) {
-        try {
-          for (let i = 0; i < 1000; i++) {
-            yield i;
-            await new Promise((r) => setTimeout(r, 1));
-          }
-        } finally {
-          handlerSawAbort = signal.aborted;
-        }
-      });
+      const handler = await serveThousand(plane);
       const items: unknown[] = [];
       let calls = 0;
       let stopped: Promise<void> | undefined;
@@ -159,7 +129,7 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
           fail: () => calls++,
         },
       );
-      await waitFor(() => handlerSawAbort);
+      await waitFor(() => handler.sawAbort);
       await stopped;
       await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(items, [0, 1, 2]);
@@ -168,22 +138,12 @@ export function requestPlaneContract(name: string, makeFixture: () => Promise<Re
 
   test(`${name}: aborting the caller's signal cancels the handler and fails the sink with its reason`, () =>
     withFixture(async ({ plane }) => {
-      let handlerSawAbort = false;
-      await plane.serve("w1", async function* (_payload, { signal }) {
-        try {
-          for (let i = 0; !signal.aborted; i++) {
-            yield i;
-            await new Promise((r) => setTimeout(r, 2));
-          }
-        } finally {
-          handlerSawAbort = signal.aborted;
-        }
-      });
+      const handler = await serveUntilAborted(plane);
       const controller = new AbortController();
       const { items, outcome } = await openAndCollect(plane, "w1", {}, controller, 3);
       assert.equal(items.length, 3);
       assert.ok(outcome !== "ended" && outcome.error instanceof Error && outcome.error.message === "client left");
-      await waitFor(() => handlerSawAbort);
+      await waitFor(() => handler.sawAbort);
     }));
 
   test(`${name}: while the sink is holding, the handler is not asked for more`, () =>
@@ -256,4 +216,33 @@ function openAndCollect(
       { signal: controller.signal },
     );
   });
+}
+
+/** Serves `w1` with a handler that yields until its signal aborts, and says whether it saw the abort. */
+function serveUntilAborted(plane: RequestPlane): Promise<{ sawAbort: boolean }> {
+  return serveCounting(plane, (signal) => !signal.aborted, 2);
+}
+
+/** Serves `w1` with a handler that yields 0..999, 1 ms apart, and says whether it saw its signal abort. */
+function serveThousand(plane: RequestPlane): Promise<{ sawAbort: boolean }> {
+  return serveCounting(plane, (_signal, i) => i < 1000, 1);
+}
+
+async function serveCounting(
+  plane: RequestPlane,
+  goOn: (signal: AbortSignal, i: number) => boolean,
+  gapMs: number,
+): Promise<{ sawAbort: boolean }> {
+  const seen = { sawAbort: false };
+  await plane.serve("w1", async function* (_payload, { signal }) {
+    try {
+      for (let i = 0; goOn(signal, i); i++) {
+        yield i;
+        await new Promise((r) => setTimeout(r, gapMs));
+      }
+    } finally {
+      seen.sawAbort = signal.aborted;
+    }
+  });
+  return seen;
 }
