@@ -156,6 +156,7 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     await upstream.stop();
     throw error;
   }
+  let events: AsyncIterable<GenerationEvent> | undefined;
   const open = (sink: StreamSink<GenerationEvent>): Delivery => {
     const text = new TextEvents(input, tokenIds.length, sink, upstream);
     started.attach(text);
@@ -167,9 +168,11 @@ export async function startGeneration(router: Router, input: GenerationInput): P
     overlapBlocks: call.overlapBlocks,
     promptTokens: tokenIds.length,
     open,
-    // Made when asked for: a streamed answer is delivered into its writer and never read this way.
+    // Made when first asked for (a streamed answer is delivered into its writer and never read this
+    // way), then the same iterable on every read.
     get events() {
-      return iterate(open);
+      events ??= iterate(open);
+      return events;
     },
   };
 }

@@ -427,13 +427,15 @@ export class Router {
   }
 }
 
-/** A routed call whose `stream` is made only when read: most calls are delivered into a sink. */
+/** A routed call whose `stream` is made when first read (most calls are delivered into a sink), then kept. */
 function routedCall(fields: Omit<RoutedCall, "open" | "stream">, open: OpenStream): RoutedCall {
+  let stream: AsyncIterable<GenerateResponse> | undefined;
   return {
     ...fields,
     open,
     get stream() {
-      return iterate(open);
+      stream ??= iterate(open);
+      return stream;
     },
   };
 }
