@@ -48,10 +48,21 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/** The shared folder an agent makes under /dev/shm: `armature-AGENT-PID`. */
+export function sharedFolderName(agent: string, pid: number): string {
+  return `armature-${agent}-${pid}`;
+}
+
+/** Whether `folder` is an agent's shared folder: `armature-AGENT-PID`, or `armature-AGENT` where one was given. */
+function isSharedFolderOf(folder: string, agent: string): boolean {
+  const prefix = `armature-${agent}`;
+  return folder === prefix || (folder.startsWith(`${prefix}-`) && /^[0-9]+$/.test(folder.slice(prefix.length + 1)));
+}
+
 /**
  * Checks a file path a peer's descriptor names before this process opens it, and returns the path
  * resolved (symlinks followed) and the file's size. The path arrives on the request plane, so it is
- * taken as hostile: it must be absolute with no `..`, resolve to `parent/armature-AGENT/FILE` (the
+ * taken as hostile: it must be absolute with no `..`, resolve to `parent/armature-AGENT-PID/FILE` (the
  * describing agent's own shared folder, one level down, after symlinks) and be a regular file.
  * Anything else is `TRANSFER_FAILED`; a file that is gone is `TRANSFER_FAILED` as well.
  */
@@ -68,8 +79,8 @@ export async function confinedSharedFile(path: string, parent: string, agent: st
     throw refuse("it is gone (the owner frees a region's file with the region)", cause);
   }
   const parts = relative(root, resolved).split(sep);
-  if (parts.length !== 2 || parts[0] !== `armature-${agent}` || parts.includes("..")) {
-    throw refuse(`it resolves to ${resolved}, outside the agent's shared folder ${join(root, `armature-${agent}`)}`);
+  if (parts.length !== 2 || !isSharedFolderOf(parts[0] ?? "", agent) || parts.includes("..")) {
+    throw refuse(`it resolves to ${resolved}, outside the agent's shared folder (${join(root, `armature-${agent}-PID`)})`);
   }
   const info = await stat(resolved).catch((cause: unknown) => {
     throw refuse("it is gone", cause);

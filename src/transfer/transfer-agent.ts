@@ -21,7 +21,14 @@ import {
 import { localHostId } from "./host-id.js";
 import type { ObjectStore } from "./object-store.js";
 import { checkRange, copyRange, fileAccess, type RangeAccess, type Region, RegionTable, regionAccess } from "./regions.js";
-import { confinedSharedFile, createSharedDir, freeBytes, isPlainFileName, sweepDeadSharedDirs } from "./shared-dir.js";
+import {
+  confinedSharedFile,
+  createSharedDir,
+  freeBytes,
+  isPlainFileName,
+  sharedFolderName,
+  sweepDeadSharedDirs,
+} from "./shared-dir.js";
 
 export interface TransferAgentOptions {
   /** Unique name; default a random one. */
@@ -122,7 +129,9 @@ export class TransferAgent {
     if (inProcess.has(name)) throw new ArmatureError("REQUEST_INVALID", `a transfer agent named ${name} already exists`);
     checkTransferSecret(options.host ?? "127.0.0.1", options.secret);
     const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-    const sharedDir = options.sharedDir ?? join(parent, `armature-${name}`);
+    // The pid keeps agents of one name in two processes on a host (two deployments that both name a
+    // worker p1) out of each other's folder: each sweeps and removes only its own.
+    const sharedDir = options.sharedDir ?? join(parent, sharedFolderName(name, process.pid));
     if (!options.sharedDir) sweepDeadSharedDirs(parent);
     await createSharedDir(sharedDir);
     const regions = new RegionTable();
