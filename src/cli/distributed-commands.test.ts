@@ -8,6 +8,7 @@ test("a worker refuses the frontend's router, queue and batch flags by name, and
     ["--engine", "mocker", "--priority-reserve=0.5"],
     ["--router-queue-size", "8"],
     ["--kv-overlap-weight", "64"],
+    ["--kv-exclusive-factor", "4"],
     ["--engine", "mocker", "--router-temperature=0.1"],
     ["--lower-tier-weight", "0.5"],
     ["--grpc-port", "9001"],

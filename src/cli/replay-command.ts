@@ -10,7 +10,7 @@ import {
 import { type CompiledPlannerOptions, compilePlannerOptions } from "../planner/index.js";
 import type { WorkerRole } from "../protocol/index.js";
 import { ArmatureError } from "../protocol/index.js";
-import { DEFAULT_OVERLAP_WEIGHT } from "../router/index.js";
+import { DEFAULT_EXCLUSIVE_FACTOR, DEFAULT_OVERLAP_WEIGHT } from "../router/index.js";
 import {
   loadTrace,
   type PlannerReplayReport,
@@ -30,7 +30,7 @@ import { plannerSizingFlags } from "./serve-settings.js";
 
 export const REPLAY_USAGE = `usage: armature replay TRACE.jsonl [--workers N] [--policy kv,kv-approx,round-robin,random,least-loaded]
        [--speedup X] [--speedup-ratio X] [--block-size B] [--kv-blocks N] [--trace-block-size 512] [--timing-profile FILE]
-       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W] [--router-temperature T]
+       [--seed N] [--limit N] [--json] [--chart FILE.svg] [--slo-ttft MS] [--slo-itl MS] [--kv-overlap-weight W] [--kv-exclusive-factor F] [--router-temperature T]
        [--host-kv-blocks N [--host-gbps G] [--lower-tier-weight W]] [--disk-kv-blocks N [--disk-gbps G]]
        [--object-kv-blocks N [--object-gbps G]] [--kv-event-delay-ms MS] [--load-report-delay-ms MS]
        [--busy-decode-blocks F] [--busy-prefill-frac F] [--busy-sequences-frac F] [--priority-reserve F]
@@ -82,6 +82,7 @@ export async function replayCommand(
       "transfer-alpha-ms": { type: "string", default: "0.15" },
       "kv-bytes-per-token": { type: "string", default: "131072" },
       "kv-overlap-weight": { type: "string", default: String(DEFAULT_OVERLAP_WEIGHT) },
+      "kv-exclusive-factor": { type: "string", default: String(DEFAULT_EXCLUSIVE_FACTOR) },
       "router-temperature": { type: "string", default: "0" },
       "host-kv-blocks": { type: "string", default: "0" },
       "host-gbps": { type: "string", default: "25" },
@@ -194,6 +195,7 @@ export async function replayCommand(
       policy,
       workers,
       overlapWeight: number("kv-overlap-weight", values["kv-overlap-weight"], 0),
+      exclusiveFactor: number("kv-exclusive-factor", values["kv-exclusive-factor"], 1),
       routerTemperature: number("router-temperature", values["router-temperature"], 0),
       ...disaggregation,
       slo,

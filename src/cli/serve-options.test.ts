@@ -57,6 +57,12 @@ test("disaggregation, router and transfer settings parse, and bad ones are refus
     [2, 3, 512, 8, 0.5, true, "decode", "0.0.0.0"],
   );
   assert.equal(resolveServeOptions([], {}).routerTemperature, undefined, "unset: the policy's 0");
+  assert.equal(resolveServeOptions(["--kv-exclusive-factor", "4"], {}).kvExclusiveFactor, 4);
+  assert.equal(resolveServeOptions([], { ARMATURE_KV_EXCLUSIVE_FACTOR: "1" }).kvExclusiveFactor, 1);
+  assert.throws(
+    () => resolveServeOptions(["--kv-exclusive-factor=0.5"], {}),
+    /--kv-exclusive-factor \(ARMATURE_KV_EXCLUSIVE_FACTOR\) must be a number ≥ 1/,
+  );
   assert.throws(
     () => resolveServeOptions(["--router-temperature=-1"], {}),
     /--router-temperature \(ARMATURE_ROUTER_TEMPERATURE\) must be a number ≥ 0/,

@@ -130,6 +130,8 @@ export interface ServeOptions {
   readonly durableKvEvents: boolean;
   /** KV router: weight of prefill work against decode load in the cost (default 4; Dynamo's 1). */
   readonly kvOverlapWeight: number | undefined;
+  /** KV router: what a worker's lead (blocks no other worker holds) counts, in overlap weights (default 8; Dynamo's 1). */
+  readonly kvExclusiveFactor: number | undefined;
   /** KV router: above 0, a softmax over the costs is sampled instead of taking the cheapest. */
   readonly routerTemperature: number | undefined;
   readonly lowerTierWeight: number | undefined;
@@ -371,6 +373,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     transferSecret: str("transfer-secret"),
     durableKvEvents: str("durable-kv-events") === "on",
     kvOverlapWeight: num("kv-overlap-weight", false, 0),
+    kvExclusiveFactor: num("kv-exclusive-factor", false, 1),
     routerTemperature: num("router-temperature", false, 0),
     lowerTierWeight: num("lower-tier-weight", false, 0),
     kvBlocks: num("kv-blocks", true, 1),

@@ -338,6 +338,11 @@ export const serveSettings: Record<string, Setting> = {
     env: "ARMATURE_KV_OVERLAP_WEIGHT",
     help: "kv router: weight of prefill work against decode load in the cost (default 4; Dynamo's is 1)",
   },
+  "kv-exclusive-factor": {
+    type: "number",
+    env: "ARMATURE_KV_EXCLUSIVE_FACTOR",
+    help: "kv router: a worker's cached blocks that no other worker holds count this many times the overlap weight (default 8; 1 is Dynamo's cost)",
+  },
   "router-temperature": {
     type: "number",
     env: "ARMATURE_ROUTER_TEMPERATURE",

@@ -61,6 +61,7 @@ export async function startFrontend(
     // With a router service, the local policy only decides while the service does not answer.
     basicPolicy: () => createBasicPolicy(routerName === "remote" ? "round-robin" : (routerName as BasicPolicyName)),
     overlapWeight: options.kvOverlapWeight,
+    exclusiveFactor: options.kvExclusiveFactor,
     temperature: options.routerTemperature,
     lowerTierWeight: options.lowerTierWeight,
     busy: {

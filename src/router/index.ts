@@ -16,7 +16,7 @@ export { KvIndexer } from "./kv-index/kv-indexer.js";
 export type { ApplyStatus, OverlapScores } from "./kv-index/radix-tree.js";
 export { RadixTree } from "./kv-index/radix-tree.js";
 export type { KvIndexView, KvPolicyOptions } from "./kv-policy.js";
-export { DEFAULT_OVERLAP_WEIGHT, kvPolicy } from "./kv-policy.js";
+export { DEFAULT_EXCLUSIVE_FACTOR, DEFAULT_OVERLAP_WEIGHT, kvPolicy } from "./kv-policy.js";
 export type { RoutingPolicy } from "./policy.js";
 export type { EmbeddingCall, RankingCall } from "./pooling-call.js";
 export { EMBEDDING_ROLES } from "./pooling-call.js";

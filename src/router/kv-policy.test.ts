@@ -12,11 +12,11 @@ const BS = 4;
 const view = (id: string): WorkerView => ({ id, card: { name: "m" } as ModelCard, inflight: 0, published: undefined });
 const tokens = (n: number, offset = 0) => Array.from({ length: n }, (_, i) => i + offset);
 
-function setup(random = () => 0) {
+function setup(random = () => 0, exclusiveFactor?: number) {
   const runtime = createEmbeddedRuntime();
   const indexer = new KvIndexer({ runtime, logger: silentLogger, blockSize: BS });
   const activeLoad = new ActiveLoad({ routerId: "r", clock: runtime.clock });
-  const policy = kvPolicy({ indexer, blockSize: BS, random, activeLoad });
+  const policy = kvPolicy({ indexer, blockSize: BS, random, activeLoad, ...(exclusiveFactor ? { exclusiveFactor } : {}) });
   const eventIds = new Map<string, number>();
   const cache = (workerId: string, t: number[], storageTier?: StorageTier) => {
     let parent: bigint | null = null;
@@ -120,7 +120,8 @@ test("a per-request overlap weight of 0 leaves only decode load to compare (Dyna
 });
 
 test("by default a cached prefix outweighs a decode load that Dynamo's weight 1 would flee (weight 4)", async () => {
-  const { policy, cache, activeLoad, close } = setup();
+  // Exclusive factor 1: the prefix counts at the overlap weight alone (its lead is tested below).
+  const { policy, cache, activeLoad, close } = setup(() => 0, 1);
   cache("cached", tokens(16));
   // The worker caching 4 of the request's 5 blocks decodes another request holding 10 blocks.
   activeLoad.add("other", "cached", 0, 10);
@@ -212,4 +213,39 @@ test("each model's prompts are hashed at the block size its workers use, as the 
   assert.equal(policy.overlapBlocks?.("a", { model: "m", tokenIds: tokens(20) }), 0);
   assert.deepEqual(asked, [2, 5], "20 tokens: 2 blocks of 8 for wide, 5 of 4 (the policy's own) for m");
   await runtime.close();
+});
+
+test("a prefix only one worker holds counts its lead 8 overlap weights: the turn stays where Dynamo's cost sends it away", async () => {
+  for (const [factor, expected] of [
+    [1, "idle"],
+    [undefined, "home"],
+  ] as const) {
+    const { policy, cache, activeLoad, close } = setup(() => 0, factor);
+    cache("home", tokens(16));
+    // The worker that alone holds 4 of the request's 5 blocks decodes other requests holding 30.
+    activeLoad.add("other", "home", 0, 30);
+    // Weight 4: home = 4 × 4/4 + (30 + 5 − 4) = 35; idle = 4 × 20/4 + 5 = 25. Its lead over the
+    // runner-up (idle, 0 blocks) is 4 blocks: factor 8 takes (8 − 1) × 4 × 4 = 112 off, −77.
+    assert.equal(
+      policy.select([view("idle"), view("home")], { model: "m", tokenIds: tokens(20) }).id,
+      expected,
+      `factor ${factor}`,
+    );
+    await close();
+  }
+});
+
+test("a prefix two workers hold gives neither a lead: a shared system prompt does not pull new conversations from an idle worker", async () => {
+  const { policy, cache, activeLoad, close } = setup();
+  const request = { model: "m", tokenIds: [...tokens(8), ...tokens(12, 100)] };
+  cache("a", tokens(8));
+  activeLoad.add("on-a", "a", 0, 20);
+  // One holder: a = 4 × 12/4 + (20 + 5 − 2) = 35, less its lead of 2 blocks × (8 − 1) × 4 = 56: −21;
+  // idle = 4 × 20/4 + 5 = 25. The only holder wins.
+  assert.equal(policy.select([view("idle"), view("a")], request).id, "a");
+  cache("b", tokens(8));
+  activeLoad.add("on-b", "b", 0, 20);
+  // Two holders: the runner-up holds the same 2 blocks, so no lead: a = b = 35 against idle's 25.
+  assert.equal(policy.select([view("idle"), view("a"), view("b")], request).id, "idle");
+  await close();
 });

@@ -27,6 +27,12 @@ export interface KvPolicyOptions {
    * saving comes from them, see `tierSaving`). Default 0.8 (llm-d's CPU weight).
    */
   readonly lowerTierWeight?: number;
+  /**
+   * What a worker's lead counts, as a multiple of the overlap weight: the cached blocks it holds
+   * beyond the runner-up's prefix, which no other worker holds. Default `DEFAULT_EXCLUSIVE_FACTOR`;
+   * 1 weighs them as any cached block (Dynamo's cost).
+   */
+  readonly exclusiveFactor?: number;
   /** 0 picks the cheapest; above 0 samples a softmax over costs. Default 0. */
   readonly temperature?: number;
   readonly random?: () => number;
@@ -43,18 +49,29 @@ export interface KvPolicyOptions {
 export const DEFAULT_OVERLAP_WEIGHT = 4;
 
 /**
+ * How much more a cached block only one worker holds counts than one others hold too: 8 (decision
+ * 0028). Sending a turn away from the only worker that holds its conversation recomputes that prefix
+ * and splits the conversation's later turns; a prefix many workers hold (a shared system prompt) gets
+ * no lead, so it cannot herd new conversations onto its holders.
+ */
+export const DEFAULT_EXCLUSIVE_FACTOR = 8;
+
+/**
  * Dynamo's KV-aware selection: cost = overlap_weight × prefill_tokens / block_size + decode_blocks,
  * where prefill_tokens is the worker's active prefill plus the request's uncached tokens, and
  * decode_blocks its active blocks plus the request's blocks it does not cache. Lowest cost wins; ties go to the worker
  * with the smaller tree, then at random. Blocks a worker can load back from a lower tier (its host
  * or disk, or the store its model's workers share) count as the share of a cached block that
  * loading them saves over recomputing them, from the worker's measured rates (`lowerTierWeight`
- * when it has none); they still need device blocks.
+ * when it has none); they still need device blocks. The worker with the longest such prefix gets
+ * its lead over the runner-up (blocks no other worker holds) counted `exclusiveFactor` times the
+ * overlap weight in all, not once: cost − (exclusiveFactor − 1) × overlap_weight × lead.
  */
 export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
   const weight = options.overlapWeight ?? DEFAULT_OVERLAP_WEIGHT;
   const lowerTierWeight = options.lowerTierWeight ?? 0.8;
   const temperature = options.temperature ?? 0;
+  const exclusiveFactor = options.exclusiveFactor ?? DEFAULT_EXCLUSIVE_FACTOR;
   const random = options.random ?? Math.random;
   const overlapOf = new WeakMap<RouteRequest, Map<string, number>>();
 
@@ -78,15 +95,22 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
 
       function choose({ scores, treeSizes, lowerTierScores, lowerTierBlocks, sharedBlocks = 0 }: OverlapScores): WorkerView {
         const isl = request.tokenIds.length;
-        const costs = candidates.map((w) => {
+        const w8 = request.overrides?.overlapWeight ?? weight;
+        // Prefill blocks each worker saves (device, then what lower tiers save), and the runner-up's.
+        const savedBlocks = candidates.map((w) => {
+          const overlap = scores.get(w.id) ?? 0;
+          return overlap + lowerSaved(w, overlap);
+        });
+        const runnerUp = secondLargest(savedBlocks);
+        const costs = candidates.map((w, i) => {
           const overlap = scores.get(w.id) ?? 0;
           const active = options.activeLoad.of(w.id);
-          const saved = (overlap + lowerSaved(w, overlap)) * bs;
-          const prefill = active.prefillTokens + Math.max(0, isl - saved);
+          const saved = savedBlocks[i] as number;
+          const prefill = active.prefillTokens + Math.max(0, isl - saved * bs);
           // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
           const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
-          const w8 = request.overrides?.overlapWeight ?? weight;
-          return { worker: w, cost: (w8 * prefill) / bs + decode, tree: treeSizes.get(w.id) ?? 0 };
+          const lead = (exclusiveFactor - 1) * w8 * Math.max(0, saved - runnerUp);
+          return { worker: w, cost: (w8 * prefill) / bs + decode - lead, tree: treeSizes.get(w.id) ?? 0 };
         });
         const t = request.overrides?.temperature ?? temperature;
         /** Prefill blocks saved by loading back from lower tiers what the device lacks. */
@@ -112,6 +136,19 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       return overlapOf.get(request)?.get(workerId) ?? 0;
     },
   };
+}
+
+/** The second largest of `values` (a repeated maximum counts twice); 0 with fewer than two. */
+function secondLargest(values: readonly number[]): number {
+  let first = 0;
+  let second = 0;
+  for (const v of values) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) second = v;
+  }
+  return second;
 }
 
 function sample(costs: { worker: WorkerView; cost: number }[], temperature: number, random: () => number): WorkerView {

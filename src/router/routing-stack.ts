@@ -30,6 +30,8 @@ export interface RoutingStackOptions {
   /** The KV policy's random choices (a replay seeds them). Default `Math.random`. */
   readonly random?: (() => number) | undefined;
   readonly overlapWeight?: number | undefined;
+  /** What a worker's lead (blocks no other worker holds) counts, in overlap weights. Default the policy's. */
+  readonly exclusiveFactor?: number | undefined;
   /** The KV policy samples a softmax over its costs above 0 (Dynamo's `router_temperature`). Default 0. */
   readonly temperature?: number | undefined;
   readonly lowerTierWeight?: number | undefined;
@@ -86,6 +88,7 @@ export function startRoutingStack(options: RoutingStackOptions): RoutingStack {
           onOverhead,
           ...(options.random ? { random: options.random } : {}),
           overlapWeight: options.overlapWeight,
+          exclusiveFactor: options.exclusiveFactor,
           temperature: options.temperature,
           lowerTierWeight: options.lowerTierWeight,
         })

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { PrometheusMeter } from "../observability/index.js";
+import { generateSyntheticTrace } from "../traces/index.js";
 import { replay } from "./replay.js";
 import type { TraceRequest } from "./trace.js";
 
@@ -137,4 +138,22 @@ test("--router-temperature reaches the KV policy: above 0 it samples workers, so
   // 19 of 20 requests reuse 896 of 1,024 tokens: 19 × 896 / 20,480.
   assert.equal(greedy.hit_rate, (19 * 896) / (20 * 1024));
   assert.ok(sampled.hit_rate < greedy.hit_rate, `${sampled.hit_rate} against ${greedy.hit_rate}`);
+});
+
+test("the exclusive factor reaches the KV policy: at its default, more turns stay on the worker that alone holds their conversation", async () => {
+  // Two minutes at 2 requests a second, 4 workers, four in five requests continuing a conversation:
+  // at factor 1 (Dynamo's cost) a worker's decode load sends turns away from their conversation,
+  // which is then recomputed elsewhere.
+  const trace = generateSyntheticTrace({
+    shape: { kind: "step", steps: [{ atSeconds: 0, rps: 2 }] },
+    durationSeconds: 120,
+    seed: 3,
+    inputMeanTokens: 4000,
+    outputMeanTokens: 200,
+    multiTurnShare: 0.8,
+  });
+  const options = { trace, policy: "kv", workers: 4 } as const;
+  const dynamo = await replay({ ...options, exclusiveFactor: 1 });
+  const byDefault = await replay(options);
+  assert.ok(byDefault.hit_rate > dynamo.hit_rate + 0.01, `${byDefault.hit_rate} against ${dynamo.hit_rate}`);
 });

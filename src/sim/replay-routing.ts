@@ -9,6 +9,7 @@ export type ReplayRoutingOptions = Pick<
   | "runtime"
   | "blockSize"
   | "overlapWeight"
+  | "exclusiveFactor"
   | "temperature"
   | "lowerTierWeight"
   | "busy"
@@ -46,6 +47,7 @@ export function startReplayRouting(options: ReplayRoutingOptions): ReplayRouting
         : createBasicPolicy(options.policy as "round-robin" | "least-loaded"),
     random: options.random,
     overlapWeight: options.overlapWeight,
+    exclusiveFactor: options.exclusiveFactor,
     temperature: options.temperature,
     lowerTierWeight: options.lowerTierWeight,
     busy: options.busy,

@@ -72,6 +72,8 @@ export interface ReplayOptions {
   readonly timing?: TimingModel;
   /** KV policy's weight of prefill work against decode load. Default the router's (`DEFAULT_OVERLAP_WEIGHT`). */
   readonly overlapWeight?: number;
+  /** KV policy: what a worker's lead (blocks no other worker holds) counts, in overlap weights. Default the router's (`DEFAULT_EXCLUSIVE_FACTOR`). */
+  readonly exclusiveFactor?: number;
   /** KV policy: above 0, a softmax over its costs is sampled (seeded). Default 0: the cheapest. */
   readonly routerTemperature?: number;
   /** When a worker counts as busy and how many requests may wait for one (the router's defaults). */
@@ -164,6 +166,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     blockSize,
     random: () => rng.next(),
     overlapWeight: options.overlapWeight,
+    exclusiveFactor: options.exclusiveFactor,
     temperature: options.routerTemperature,
     lowerTierWeight: options.lowerTierWeight,
     busy: options.busy,
