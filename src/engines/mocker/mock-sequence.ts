@@ -10,8 +10,14 @@ export class MockSequence {
   readonly maxTokens: number;
   /** Tokens whose KV is computed. */
   computed = 0;
-  /** Prompt tokens found in the prefix cache at admission (device and lower tiers). */
+  /**
+   * Prompt tokens found in the prefix cache at its first admission (device and lower tiers), as
+   * vLLM's `num_cached_tokens`: a sequence preempted and admitted again finds its own blocks, which
+   * it computed, and they do not count.
+   */
   cachedTokens = 0;
+  /** Whether the sequence ran once (its `cachedTokens` are known). */
+  admitted = false;
   /** Of `cachedTokens`, those copied back from each lower tier. */
   tierCachedTokens: TierCounts = { host: 0, disk: 0, object: 0 };
   /** Tokens the last `adoptCachedPrefix` copied back from each lower tier. */

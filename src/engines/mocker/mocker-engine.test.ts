@@ -196,3 +196,19 @@ test("clearing the cache drops unused blocks and emits kv-cache-cleared", async 
   const again = await run(engine, clock, request(prompt(13), 1));
   assert.equal(again.end.cachedTokens, 0);
 });
+
+// Regression: a request preempted during its prefill found its own computed blocks when admitted
+// again and reported them as cached, so a replay's hit rate could pass the unlimited-cache bound.
+test("a request preempted during its prefill reports the cached tokens of its first admission (vLLM's num_cached_tokens)", async () => {
+  // 6 blocks of 4 tokens, one block of prefill a step: a (4 prompt tokens) decodes while b's 16-token
+  // prompt is prefilled beside it; a grows into the block b needs, b (the newest) is preempted with
+  // part of its prompt computed, and is admitted again after a ends.
+  const { engine, clock } = setup({ kvBlocks: 6, maxBatchedTokens: 4 });
+  const [a, b] = await Promise.all([
+    run(engine, clock, request(prompt(4, 1), 12, "a")),
+    run(engine, clock, request(prompt(16, 2), 2, "b")),
+  ]);
+  assert.ok(a.tokens.length === 12 && b.tokens.length === 2);
+  assert.ok(b.firstTokenAt > a.endAt, "b was preempted and finished its prefill after a ended");
+  assert.equal(b.end.cachedTokens, 0, "nothing of b's prompt was cached when it arrived");
+});

@@ -136,7 +136,7 @@ export class MockScheduler {
     while (budget > 0 && this.#waiting.length > 0 && this.#running.length < this.#o.maxSequences) {
       const s = this.#waiting[0] as MockSequence;
       const cached = s.adoptCachedPrefix(blocks);
-      if (s.generated === 0) {
+      if (!s.admitted) {
         s.cachedTokens = Math.min(cached, s.promptLength);
         attributeTiers(s);
       }
@@ -157,6 +157,7 @@ export class MockScheduler {
       }
       this.#waiting.shift();
       this.#running.push(s);
+      s.admitted = true;
       budget -= done;
       prefillTokens += done;
       if (s.remaining === 0) stepped.add(s);
@@ -198,6 +199,7 @@ export class MockScheduler {
     }
     this.#waiting.shift();
     this.#running.push(s);
+    s.admitted = true;
     s.tokens.push(s.importedFirstToken as number);
     s.generated++;
     if (s.generated >= s.maxTokens) this.#finish(s);
