@@ -109,8 +109,8 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
           const prefill = active.prefillTokens + Math.max(0, isl - saved * bs);
           // Blocks the worker already caches are not new decode blocks (Dynamo assumes KV reuse).
           const decode = active.decodeBlocks + Math.ceil(isl / bs) - overlap;
-          const lead = (exclusiveFactor - 1) * w8 * Math.max(0, saved - runnerUp);
-          return { worker: w, cost: (w8 * prefill) / bs + decode - lead, tree: treeSizes.get(w.id) ?? 0 };
+          const leadCredit = (exclusiveFactor - 1) * w8 * Math.max(0, saved - runnerUp);
+          return { worker: w, cost: (w8 * prefill) / bs + decode - leadCredit, tree: treeSizes.get(w.id) ?? 0 };
         });
         const t = request.overrides?.temperature ?? temperature;
         /** Prefill blocks saved by loading back from lower tiers what the device lacks. */
