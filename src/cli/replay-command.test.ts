@@ -78,3 +78,7 @@ test("--predictor-period refuses what is not auto, off or seconds, and needs --p
     /--predictor-period is a planner flag: add --planner load or --planner sla/,
   );
 });
+
+test("--kv-exclusive-factor below 1 is refused by name", async () => {
+  await assert.rejects(run([tracePath, "--kv-exclusive-factor", "0.5"]), /--kv-exclusive-factor must be a number ≥ 1, got '0.5'/);
+});
