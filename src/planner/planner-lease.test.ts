@@ -55,3 +55,29 @@ test("one planner acts at a time; a standby takes over within the claim's TTL on
   assert.equal(c.acting, true, `${changes.join(", ")} now ${clock.now()}`);
   await Promise.all([a.close(), c.close()]);
 });
+
+// Regression: acting read true from the claim on, while the planner was still adopting its
+// predecessor's workers, so its view could show an acting planner with no workers.
+test("a planner reads as acting only once its take-over (onChange) has settled", async () => {
+  const clock = new VirtualClock();
+  const discovery = new MemoryDiscovery({ clock, sweepIntervalMs: 0 });
+  let finishTakeOver: () => void = () => {};
+  const seen: boolean[] = [];
+  const lease: PlannerLease = new PlannerLease({
+    discovery,
+    clock,
+    holder: "a",
+    logger: silentLogger,
+    onChange: (acting) => {
+      seen.push(lease.acting);
+      return acting ? new Promise<void>((resolve) => (finishTakeOver = resolve)) : undefined;
+    },
+  });
+  const starting = lease.start();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual([seen, lease.acting], [[false], false], "claimed, still taking over");
+  finishTakeOver();
+  await starting;
+  assert.equal(lease.acting, true);
+  await lease.close();
+});

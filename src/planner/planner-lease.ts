@@ -26,6 +26,7 @@ export class PlannerLease {
   readonly #o: PlannerLeaseOptions;
   readonly #ttlMs: number;
   readonly #stop = new AbortController();
+  #tookOver = false;
   #lease: Lease | undefined;
   #loop: Promise<void> | undefined;
 
@@ -34,9 +35,9 @@ export class PlannerLease {
     this.#ttlMs = options.ttlMs ?? 5000;
   }
 
-  /** Whether this planner holds the claim now. */
+  /** Whether this planner holds the claim now and is done taking over (`onChange(true)` settled: its workers adopted). */
   get acting(): boolean {
-    return this.#lease !== undefined;
+    return this.#lease !== undefined && this.#tookOver;
   }
 
   /** Tries for the claim once now (so a lone planner acts from its start), then keeps at it. */
@@ -82,8 +83,11 @@ export class PlannerLease {
       const lease = await this.#o.discovery.claim(PLANNER_CLAIM, this.#o.holder, { ttlMs: this.#ttlMs });
       if (!lease) return;
       this.#lease = lease;
+      this.#tookOver = false;
       this.#o.logger.info({ holder: this.#o.holder }, "this planner holds the claim: it acts");
       await this.#o.onChange?.(true);
+      // Only now does it act (and say so): before, its view would show no workers it is adopting.
+      this.#tookOver = true;
     } catch (error) {
       // etcd unreachable: a holder cannot know it still holds the claim, so it stops acting.
       if (this.#lease) {
