@@ -96,14 +96,13 @@ export function kvPolicy(options: KvPolicyOptions): RoutingPolicy {
       function choose({ scores, treeSizes, lowerTierScores, lowerTierBlocks, sharedBlocks = 0 }: OverlapScores): WorkerView {
         const isl = request.tokenIds.length;
         const w8 = request.overrides?.overlapWeight ?? weight;
-        // Prefill blocks each worker saves (device, then what lower tiers save), and the runner-up's.
-        const savedBlocks = candidates.map((w) => {
-          const overlap = scores.get(w.id) ?? 0;
-          return overlap + lowerSaved(w, overlap);
-        });
+        // Blocks each worker caches on its device, the prefill blocks it saves (device, then what
+        // lower tiers save), and the runner-up's saving.
+        const overlaps = candidates.map((w) => scores.get(w.id) ?? 0);
+        const savedBlocks = candidates.map((w, i) => (overlaps[i] as number) + lowerSaved(w, overlaps[i] as number));
         const runnerUp = secondLargest(savedBlocks);
         const costs = candidates.map((w, i) => {
-          const overlap = scores.get(w.id) ?? 0;
+          const overlap = overlaps[i] as number;
           const active = options.activeLoad.of(w.id);
           const saved = savedBlocks[i] as number;
           const prefill = active.prefillTokens + Math.max(0, isl - saved * bs);
