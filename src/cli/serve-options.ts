@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { GpuChoice, KvCacheType, SchedulingPolicy } from "../engines/index.js";
 import type { ReasoningParserName, ToolCallParserName } from "../frontend/index.js";
+import type { KvOffloadTiming } from "../kvbm/index.js";
 import { type PlannerOptions, parseProfile, type WorkerProfile } from "../planner/index.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
@@ -148,6 +149,8 @@ export interface ServeOptions {
   readonly kvObjectStore: string | undefined;
   /** Host → disk only for blocks used twice (`--kv-disk-filter`, default on). */
   readonly kvDiskFilter: boolean;
+  /** When a request's blocks go down the tiers (`--kv-offload`; undefined: not given, as-filled). */
+  readonly kvOffload: KvOffloadTiming | undefined;
   /** The SLA planner's settings (`--planner load|sla` and its flags); undefined: a fixed fleet. */
   readonly planner: PlannerOptions | undefined;
 }
@@ -386,6 +389,7 @@ export function resolveServeOptions(argv: readonly string[], env: NodeJS.Process
     kvDiskBytes: size("kv-disk-bytes"),
     kvObjectStore: str("kv-object-store"),
     kvDiskFilter: str("kv-disk-filter") !== "off",
+    kvOffload: str("kv-offload") as KvOffloadTiming | undefined,
     planner: plannerOptions(),
   };
 }

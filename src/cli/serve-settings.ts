@@ -404,6 +404,12 @@ export const serveSettings: Record<string, Setting> = {
     help: "on | off: on writes a block to the disk tier only once it was used twice (default on)",
     choices: ["on", "off"],
   },
+  "kv-offload": {
+    type: "string",
+    env: "ARMATURE_KV_OFFLOAD",
+    help: "llamacpp: as-filled copies a request's KV blocks down the tiers once its prompt is evaluated and as decoding fills more; at-end only when it ends (default as-filled)",
+    choices: ["as-filled", "at-end"],
+  },
   ...plannerSettings,
   "durable-kv-events": {
     type: "string",

@@ -263,6 +263,7 @@ async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((i
       ["kv-disk-dir", options.kvDiskDir],
       ["kv-disk-bytes", options.kvDiskBytes],
       ["kv-object-store", options.kvObjectStore],
+      ["kv-offload", options.kvOffload],
     ] as const
   ).filter(([, value]) => value !== undefined);
   if (given.length === 0) return undefined;
@@ -270,6 +271,13 @@ async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((i
     throw new ArmatureError(
       "CONFIG_INVALID",
       `--${given[0]?.[0]} is for --engine llamacpp; the mocker models a host tier with --host-kv-blocks`,
+    );
+  }
+  const tierless = options.kvHostBytes === undefined && options.kvDiskDir === undefined && options.kvObjectStore === undefined;
+  if (options.kvOffload !== undefined && tierless) {
+    throw new ArmatureError(
+      "CONFIG_INVALID",
+      "--kv-offload needs a KV tier to copy blocks to (--kv-host-bytes, --kv-disk-dir or --kv-object-store)",
     );
   }
   if (options.kvDiskBytes !== undefined && options.kvDiskDir === undefined) {
@@ -284,5 +292,6 @@ async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((i
     diskBytes: options.kvDiskBytes,
     objectStore,
     diskFrequencyFilter: options.kvDiskFilter,
+    offload: options.kvOffload,
   });
 }

@@ -3,7 +3,14 @@ export { BlockPool } from "./block-pool.js";
 export { type BlockRecord, decodeBlockRecord, encodeBlockRecord } from "./block-record.js";
 export { kvLayoutFingerprint } from "./kv-layout.js";
 export { KvbmMetrics } from "./kvbm-metrics.js";
-export { DEFAULT_DISK_BYTES, type KvbmSettings, openKvBlockManager, wantsKvbm, workerDiskDirectory } from "./kvbm-settings.js";
+export {
+  DEFAULT_DISK_BYTES,
+  type KvbmSettings,
+  type KvOffloadTiming,
+  openKvBlockManager,
+  wantsKvbm,
+  workerDiskDirectory,
+} from "./kvbm-settings.js";
 export {
   assembleState,
   cutBlocks,

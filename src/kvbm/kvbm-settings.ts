@@ -23,7 +23,15 @@ export interface KvbmSettings {
   readonly objectStore?: ObjectStore | undefined;
   /** `--kv-disk-filter`: host → disk only for blocks used twice (default on). */
   readonly diskFrequencyFilter?: boolean | undefined;
+  /**
+   * `--kv-offload`: `as-filled` (default) copies a running request's blocks down once its prompt
+   * is evaluated and again as decoding fills more; `at-end` only when the request ends.
+   */
+  readonly offload?: KvOffloadTiming | undefined;
 }
+
+/** When a request's blocks are copied down the tiers (`--kv-offload`). */
+export type KvOffloadTiming = "as-filled" | "at-end";
 
 /** Whether the settings ask for any tier. */
 export function wantsKvbm(settings: KvbmSettings | undefined): settings is KvbmSettings {

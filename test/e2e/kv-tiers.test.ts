@@ -96,10 +96,13 @@ test("wrong KV tier flags stop the start with a message naming the flag", async 
   const runtime = createEmbeddedRuntime();
   try {
     assert.throws(() => resolveServeOptions(["--kv-host-bytes", "lots"], {}), /--kv-host-bytes .*must be a size in bytes/);
+    assert.throws(() => resolveServeOptions(["--kv-offload", "sometimes"], {}), /--kv-offload/);
     const cases: Array<[string[], RegExp]> = [
       [["--kv-object-store", "ftp://somewhere/bucket"], /ftp:\/\/somewhere\/bucket/],
       [["--kv-disk-bytes", "1GiB"], /--kv-disk-bytes needs --kv-disk-dir/],
       [["--engine", "mocker", "--kv-host-bytes", "1GiB"], /--kv-host-bytes is for --engine llamacpp/],
+      [["--kv-offload", "at-end"], /--kv-offload needs a KV tier/],
+      [["--engine", "mocker", "--kv-offload", "at-end"], /--kv-offload is for --engine llamacpp/],
     ];
     for (const [args, message] of cases) {
       await assert.rejects(startWorkers(resolveServeOptions(args, {}), runtime, silentLogger), message, args.join(" "));

@@ -8,10 +8,12 @@ import {
   cutBlocks,
   type KvBlockManager,
   type KvbmSettings,
+  type KvOffloadTiming,
   kvLayoutFingerprint,
   openKvBlockManager,
   parseSequenceState,
   type StateShape,
+  stateTokens,
   type TierName,
 } from "../../kvbm/index.js";
 import type { Logger, MetricMeter } from "../../observability/index.js";
@@ -44,6 +46,8 @@ export interface OnboardedTokens {
  */
 export class KvbmConnector {
   readonly manager: KvBlockManager;
+  /** `--kv-offload`: whether running requests' blocks go down as they fill, or at their end only. */
+  readonly offloadTiming: KvOffloadTiming;
   readonly #shape: StateShape;
   readonly #folder: string;
   readonly #logger: Logger;
@@ -57,8 +61,15 @@ export class KvbmConnector {
   /** Lookups each tier sat out because it measured slower than recomputing. */
   readonly #satOut: Record<TierName, number> = { host: 0, disk: 0, object: 0 };
 
-  private constructor(manager: KvBlockManager, shape: StateShape, folder: string, logger: Logger) {
+  private constructor(
+    manager: KvBlockManager,
+    offloadTiming: KvOffloadTiming,
+    shape: StateShape,
+    folder: string,
+    logger: Logger,
+  ) {
     this.manager = manager;
+    this.offloadTiming = offloadTiming;
     this.#shape = shape;
     this.#folder = folder;
     this.#logger = logger;
@@ -96,7 +107,13 @@ export class KvbmConnector {
         logger: options.logger,
         emit: options.emit,
       });
-      return new KvbmConnector(manager, shape, folder, options.logger.child({ component: "kvbm" }));
+      return new KvbmConnector(
+        manager,
+        options.settings.offload ?? "as-filled",
+        shape,
+        folder,
+        options.logger.child({ component: "kvbm" }),
+      );
     } catch (error) {
       await rm(folder, { recursive: true, force: true });
       throw error;
@@ -171,33 +188,43 @@ export class KvbmConnector {
   /**
    * Copies the complete blocks the sequence holds and some tier lacks down the tiers: the bytes
    * of blocks only the device has are cut from a saved state (one save per call, none when every
-   * tier has them already). Failures are logged; the sequence is untouched.
+   * tier has them already). The sequence may go on decoding meanwhile: the state saved holds at
+   * least the tokens planned for, and blocks whose tokens it no longer holds are not offloaded.
+   * Failures are logged, never thrown; the sequence is untouched.
    */
   async offload(sequence: LlamaContextSequence): Promise<void> {
-    const hashes = hashBlocks(sequence.contextTokens, this.manager.blockSize);
+    const tokens = sequence.contextTokens;
+    const blockSize = this.manager.blockSize;
+    const hashes = hashBlocks(tokens, blockSize);
     const plan = this.manager.plan(hashes);
     if (plan.needed.length === 0) return;
-    let cut: Buffer[] = [];
-    if (plan.toCut.length > 0) {
-      const path = this.#file();
-      try {
-        await sequence.saveStateToFile(path);
-        const bytes = await readFile(path);
-        const first = plan.toCut[0] as number;
-        const last = plan.toCut.at(-1) as number;
-        const range = cutBlocks(bytes, parseSequenceState(bytes), this.manager.blockSize, first, last + 1);
-        cut = plan.toCut.map((index) => range[index - first] as Buffer);
-      } catch (error) {
-        this.#logger.warn(
-          { err: (error as Error).message },
-          "KV blocks could not be cut from the sequence; they are not offloaded",
-        );
-        return;
-      } finally {
-        await rm(path, { force: true });
+    try {
+      let cut: Buffer[] = [];
+      if (plan.toCut.length > 0) {
+        const path = this.#file();
+        try {
+          await sequence.saveStateToFile(path);
+          const bytes = await readFile(path);
+          const layout = parseSequenceState(bytes);
+          const first = plan.toCut[0] as number;
+          const last = plan.toCut.at(-1) as number;
+          if (!holdsPrefix(stateTokens(bytes, layout), tokens, (last + 1) * blockSize)) {
+            this.#logger.debug("the sequence changed before its state was saved; its blocks are not offloaded");
+            return;
+          }
+          const range = cutBlocks(bytes, layout, blockSize, first, last + 1);
+          cut = plan.toCut.map((index) => range[index - first] as Buffer);
+        } finally {
+          await rm(path, { force: true });
+        }
       }
+      await this.manager.offload(hashes, plan, cut);
+    } catch (error) {
+      this.#logger.warn(
+        { err: (error as Error).message },
+        "KV blocks could not be cut from the sequence; they are not offloaded",
+      );
     }
-    await this.manager.offload(hashes, plan, cut);
   }
 
   /** Measured onboarding bandwidth per storage tier, bytes per second (tiers not measured yet left out). */
@@ -234,6 +261,13 @@ export class KvbmConnector {
 
 /** A tier that measured slower than recomputing is read again on this lookup of every so many. */
 const REMEASURE_EVERY = 32;
+
+/** Whether `saved` starts with the first `count` tokens of `planned`. */
+function holdsPrefix(saved: readonly number[], planned: readonly number[], count: number): boolean {
+  if (saved.length < count || planned.length < count) return false;
+  for (let i = 0; i < count; i++) if (saved[i] !== planned[i]) return false;
+  return true;
+}
 
 /** The tier that gave most blocks of a prefix (the slower one on a tie: it bounds the time). */
 function mainTier(byTier: Readonly<Record<TierName, number>>): TierName {

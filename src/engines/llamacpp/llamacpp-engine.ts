@@ -31,6 +31,7 @@ import { LlamaRanker } from "./llamacpp-ranker.js";
 import { LoraLanes, type SequenceLane } from "./lora-lanes.js";
 import { modelTokens } from "./model-tokens.js";
 import { RateMeter } from "./rate-meter.js";
+import { RunningOffload } from "./running-offload.js";
 import { type SampledToken, sampledTokens, tokenBiasFor } from "./sampled-tokens.js";
 import { toEvaluateOptions } from "./sampling.js";
 import { importHandoff } from "./sequence-import.js";
@@ -221,13 +222,21 @@ export class LlamaCppEngine implements Engine {
     const lane = adapter?.lane ?? this.#base;
     try {
       const held = await this.#hold(tokens, options.signal, lane);
+      const kvbm = lane === this.#base ? this.#kvbm : undefined;
+      const running =
+        held.slot && kvbm?.offloadTiming === "as-filled"
+          ? new RunningOffload(kvbm, held.slot.sequence, this.info.blockSize)
+          : undefined;
       try {
         if (held.slot) {
-          last = yield* this.#run(held.slot, lane, request, grammar, held.signal, options.importedKv);
+          last = yield* this.#run(held.slot, lane, request, grammar, held.signal, options.importedKv, running);
+          await running?.settled();
           // Write-through: what the request left on the device goes down the tiers before the sequence is reused.
-          if (lane === this.#base) await this.#kvbm?.offload(held.slot.sequence);
+          await kvbm?.offload(held.slot.sequence);
         }
       } finally {
+        // A copy still running (the caller stopped reading) reads the sequence: it ends first.
+        await running?.settled();
         held.release();
       }
     } finally {
@@ -360,6 +369,7 @@ export class LlamaCppEngine implements Engine {
     grammar: LlamaGrammar | undefined,
     signal: AbortSignal,
     imported: ImportedKv | undefined,
+    running: RunningOffload | undefined,
   ): AsyncGenerator<GenerateResponse, GenerateResponse> {
     const tokens = request.tokenIds;
     const sequence = slot.sequence;
@@ -406,6 +416,7 @@ export class LlamaCppEngine implements Engine {
       limit: budget - yielded,
       onToken: ({ token }) => {
         generated.push(token);
+        running?.evaluated(sequence.nextTokenIndex);
         if (generated.length === 1) {
           if (!imported) this.#prefillRate.record(input.length, (performance.now() - evaluating) / 1000);
           this.#emit(lane.tracker.update(slot.index, tokens));

@@ -18,30 +18,33 @@ let others: number[][];
 /** Greedy tokens of the prompt computed from scratch by an engine without tiers. */
 let recomputed: number[];
 
-async function engineWith(settings: KvbmSettings | undefined, meter = new PrometheusMeter()) {
+async function engineWith(settings: KvbmSettings | undefined, meter = new PrometheusMeter(), sequences = 1) {
   return LlamaCppEngine.create({
     modelPath,
-    // One sequence: any other prompt evicts the previous one from the device.
-    sequences: 1,
+    // One sequence by default: any other prompt evicts the previous one from the device.
+    sequences,
     contextSizePerSequence: 1024,
     blockSize: BLOCK,
     ...(settings ? { kvbm: { settings, modelName: "tiny", workerLabel: "0", meter, logger: silentLogger } } : {}),
   });
 }
 
-async function run(engine: LlamaCppEngine, tokenIds: number[]): Promise<{ tokens: number[]; end: RequestEnd }> {
-  const request: GenerateRequest = {
+function greedy(tokenIds: number[], maxTokens: number): GenerateRequest {
+  return {
     type: "generate-request",
     requestId: "r",
     model: "tiny",
     tokenIds,
     sampling: { temperature: 0 },
-    maxTokens: 16,
+    maxTokens,
     ignoreEos: true,
   };
+}
+
+async function run(engine: LlamaCppEngine, tokenIds: number[]): Promise<{ tokens: number[]; end: RequestEnd }> {
   const tokens: number[] = [];
   let end: RequestEnd | undefined;
-  for await (const item of engine.generate(request, { signal: new AbortController().signal })) {
+  for await (const item of engine.generate(greedy(tokenIds, 16), { signal: new AbortController().signal })) {
     if (item.type === "token-delta") tokens.push(...item.tokenIds);
     else end = item;
   }
@@ -145,5 +148,80 @@ test("corrupted blocks are recomputed: the client sees no error and the same tok
     assert.match(await meter.render(), /armature_kvbm_checksum_failures_total\{model="tiny",tier="disk"\} [1-9]/);
   } finally {
     await restarted.close();
+  }
+});
+
+/** Blocks the engine's host tier holds. */
+function hostBlocks(engine: LlamaCppEngine): number {
+  const stored = engine.kvbm?.manager.dump() ?? [];
+  return stored.reduce((sum, e) => sum + (e.type === "kv-block-stored" && e.storageTier === "host_pinned" ? e.blocks.length : 0), 0);
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Starts a long greedy request and reads it up to `read` tokens; the rest stays unread. */
+async function startLong(engine: LlamaCppEngine, tokenIds: number[], maxTokens: number, read: number) {
+  const stream = engine.generate(greedy(tokenIds, maxTokens), { signal: new AbortController().signal });
+  const tokens: number[] = [];
+  while (tokens.length < read) {
+    const item = await stream.next();
+    assert.ok(!item.done && item.value.type === "token-delta", "the request is still decoding");
+    tokens.push(...item.value.tokenIds);
+  }
+  const finish = async (): Promise<{ tokens: number[]; end: RequestEnd }> => {
+    for await (const item of { [Symbol.asyncIterator]: () => stream }) {
+      if (item.type === "token-delta") tokens.push(...item.tokenIds);
+      else return { tokens, end: item };
+    }
+    assert.fail("the stream ended without a request-end");
+  };
+  return { finish };
+}
+
+for (const timing of ["as-filled", "at-end"] as const) {
+  test(`--kv-offload ${timing}: a prompt ${timing === "as-filled" ? "is" : "is not"} on the host tier while its request decodes, for a second request on another sequence`, async () => {
+    const engine = await engineWith({ hostBytes: 64 * 1024 * 1024, offload: timing }, new PrometheusMeter(), 2);
+    try {
+      const long = await startLong(engine, prompt, 200, 1);
+      const promptBlocks = Math.floor(300 / BLOCK);
+      if (timing === "as-filled")
+        await until(() => hostBlocks(engine) >= promptBlocks, "the prompt's blocks are on the host tier");
+      assert.equal(hostBlocks(engine), timing === "as-filled" ? promptBlocks : 0, "host blocks while the first request decodes");
+      // The first request holds its sequence: the second gets the other one, which holds nothing.
+      const second = await run(engine, prompt);
+      assert.deepEqual(second.tokens, recomputed, "same greedy tokens as recomputing");
+      assert.equal(second.end.cachedTokens, timing === "as-filled" ? reusable : 0);
+      assert.equal(second.end.hostCachedTokens, timing === "as-filled" ? reusable : undefined);
+      const first = await long.finish();
+      assert.deepEqual(first.tokens.slice(0, 16), recomputed, "copying blocks down changes no token");
+      assert.equal(first.end.completionTokens, 200);
+      // At the end: every complete block of 300 prompt tokens and 199 evaluated generated ones.
+      assert.equal(hostBlocks(engine), Math.floor((300 + 199) / BLOCK));
+    } finally {
+      await engine.close();
+    }
+  });
+}
+
+test("--kv-offload as-filled copies decoded blocks down each time the sequence doubles its blocks", async () => {
+  const engine = await engineWith({ hostBytes: 64 * 1024 * 1024 });
+  try {
+    // 40 prompt tokens: 2 complete blocks copied once the prompt is evaluated; the next copy
+    // starts once 4 blocks (64 tokens) are evaluated, the one after at 8 (128).
+    const long = await startLong(engine, prompt.slice(0, 40), 120, 30);
+    await until(() => hostBlocks(engine) >= 4, "four blocks are on the host tier");
+    assert.equal(hostBlocks(engine), 4, "the copy at 4 blocks, before the one at 8");
+    const done = await long.finish();
+    assert.equal(done.end.completionTokens, 120);
+    // 40 + 119 evaluated tokens: 9 complete blocks by the end.
+    assert.equal(hostBlocks(engine), Math.floor((40 + 119) / BLOCK));
+  } finally {
+    await engine.close();
   }
 });
