@@ -154,7 +154,10 @@ test("corrupted blocks are recomputed: the client sees no error and the same tok
 /** Blocks the engine's host tier holds. */
 function hostBlocks(engine: LlamaCppEngine): number {
   const stored = engine.kvbm?.manager.dump() ?? [];
-  return stored.reduce((sum, e) => sum + (e.type === "kv-block-stored" && e.storageTier === "host_pinned" ? e.blocks.length : 0), 0);
+  return stored.reduce(
+    (sum, e) => sum + (e.type === "kv-block-stored" && e.storageTier === "host_pinned" ? e.blocks.length : 0),
+    0,
+  );
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
