@@ -152,7 +152,7 @@ export class MockerEngine implements Engine {
       maxBatchedTokens: this.info.maxBatchedTokens,
       maxSequences: this.info.maxSequences,
       policy: options.schedulingPolicy ?? "fcfs",
-      nextToken: (s) => this.#text.tokenAt(s.tokens, s.promptLength, s.generated),
+      nextToken: (s) => this.#text.tokenAt(s.prompt, s.promptLength, s.generated),
       onProgress: (s, event) => this.#progress(s, event),
     });
   }
@@ -323,7 +323,7 @@ export class MockerEngine implements Engine {
   #progress(sequence: MockSequence, event: "token" | "finished" | "failed"): void {
     const pending = this.#pending.get(sequence);
     if (!pending) return;
-    if (event === "token") pending.tokens.push(sequence.tokens.at(-1) as number);
+    if (event === "token") pending.tokens.push(sequence.output.at(-1) as number);
     else pending.end = event === "failed" ? "failed" : "length";
     pending.wake?.();
   }
