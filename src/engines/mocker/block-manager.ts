@@ -4,6 +4,11 @@ import { type LowerTierName, LowerTiers, type TierCounts } from "./lower-tiers.j
 import type { ObjectTier } from "./object-tier.js";
 import { type CachedBlock, storedEventsParentsFirst } from "./stored-events.js";
 
+/** A full block the device caches, and how many requests hold it (0: unused, evictable). */
+interface DeviceBlock extends CachedBlock {
+  refs: number;
+}
+
 /** The tiers an engine keeps below its device; each is optional. */
 export interface BlockTiers {
   readonly host?: KvTier | undefined;
@@ -24,12 +29,10 @@ export interface BlockTiers {
 export class BlockManager {
   readonly capacity: number;
   readonly blockSize: number;
-  /** Reference count of each cached full block (0 = cached but unused, evictable). */
-  readonly #refs = new Map<bigint, number>();
+  /** Each cached full block: parent and token hash (for dumps), and its reference count. */
+  readonly #blocks = new Map<bigint, DeviceBlock>();
   /** Unused cached blocks, oldest first (Map keeps insertion order). */
   readonly #lru = new Map<bigint, true>();
-  /** Parent and token hash of each cached block, for dumps. */
-  readonly #meta = new Map<bigint, CachedBlock>();
   /** Blocks held by requests that are not full yet (no hash). */
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
@@ -51,7 +54,7 @@ export class BlockManager {
             disk,
             object,
             sink: emit,
-            deviceBlock: (hash) => this.#meta.get(hash),
+            deviceBlock: (hash) => this.#blocks.get(hash),
             frequencyLimit: 2 * (capacity + (host?.capacity ?? 0) + (disk?.capacity ?? 0)),
           })
         : undefined;
@@ -59,7 +62,7 @@ export class BlockManager {
 
   /** Blocks in use by running requests (full and partial). */
   get activeBlocks(): number {
-    return this.#refs.size - this.#lru.size + this.#partialBlocks;
+    return this.#blocks.size - this.#lru.size + this.#partialBlocks;
   }
 
   /** Blocks that could be handed out now (free plus evictable). */
@@ -69,7 +72,7 @@ export class BlockManager {
 
   /** Whether the device caches a full block. */
   isCached(hash: bigint): boolean {
-    return this.#refs.has(hash);
+    return this.#blocks.has(hash);
   }
 
   /**
@@ -107,10 +110,10 @@ export class BlockManager {
 
   /** Takes a reference on a cached block (a prefix hit). */
   acquireCached(hash: bigint): void {
-    const count = this.#refs.get(hash);
-    if (count === undefined) throw new Error("acquireCached on a block that is not cached");
-    if (count === 0) this.#lru.delete(hash);
-    this.#refs.set(hash, count + 1);
+    const block = this.#blocks.get(hash);
+    if (block === undefined) throw new Error("acquireCached on a block that is not cached");
+    if (block.refs === 0) this.#lru.delete(hash);
+    block.refs++;
   }
 
   /** Reserves one not-yet-full block; false when the cache is full of blocks in use. */
@@ -127,14 +130,13 @@ export class BlockManager {
    */
   commitFull(hash: bigint, tokensHash: bigint, parent: bigint | null): void {
     this.#partialBlocks--;
-    const count = this.#refs.get(hash);
-    if (count !== undefined) {
-      if (count === 0) this.#lru.delete(hash);
-      this.#refs.set(hash, count + 1);
+    const block = this.#blocks.get(hash);
+    if (block !== undefined) {
+      if (block.refs === 0) this.#lru.delete(hash);
+      block.refs++;
       return;
     }
-    this.#refs.set(hash, 1);
-    this.#meta.set(hash, { parent, tokensHash });
+    this.#blocks.set(hash, { parent, tokensHash, refs: 1 });
     this.#emit([
       { type: "kv-block-stored", parentHash: parent, blocks: [{ blockHash: hash, tokensHash }], blockSize: this.blockSize },
     ]);
@@ -147,14 +149,14 @@ export class BlockManager {
 
   /** Drops a reference; an unused block stays cached (evictable), and recently used on lower tiers. */
   release(hash: bigint): void {
-    const count = this.#refs.get(hash);
-    if (count === undefined) return;
+    const block = this.#blocks.get(hash);
+    if (block === undefined) return;
     this.#tiers?.touch(hash);
-    if (count <= 1) {
-      this.#refs.set(hash, 0);
+    if (block.refs <= 1) {
+      block.refs = 0;
       this.#lru.set(hash, true);
     } else {
-      this.#refs.set(hash, count - 1);
+      block.refs--;
     }
   }
 
@@ -164,7 +166,7 @@ export class BlockManager {
    * left out: no prefix match can reach it.
    */
   dump(): KvEvent[] {
-    return [...storedEventsParentsFirst(this.#meta, this.blockSize), ...(this.#tiers?.dump() ?? [])];
+    return [...storedEventsParentsFirst(this.#blocks, this.blockSize), ...(this.#tiers?.dump() ?? [])];
   }
 
   /**
@@ -173,22 +175,18 @@ export class BlockManager {
    */
   clear(): void {
     const kept = this.#tiers?.clear() ?? [];
-    for (const hash of this.#lru.keys()) {
-      this.#refs.delete(hash);
-      this.#meta.delete(hash);
-    }
+    for (const hash of this.#lru.keys()) this.#blocks.delete(hash);
     this.#lru.clear();
     this.#emit([{ type: "kv-cache-cleared" }]);
     if (kept.length > 0) this.#emit(kept);
   }
 
   #makeRoom(): boolean {
-    if (this.#refs.size + this.#partialBlocks < this.capacity) return true;
+    if (this.#blocks.size + this.#partialBlocks < this.capacity) return true;
     const oldest = this.#lru.keys().next();
     if (oldest.done) return false;
     this.#lru.delete(oldest.value);
-    this.#refs.delete(oldest.value);
-    this.#meta.delete(oldest.value);
+    this.#blocks.delete(oldest.value);
     this.#emit([{ type: "kv-block-removed", blockHashes: [oldest.value] }]);
     return true;
   }
