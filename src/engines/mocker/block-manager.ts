@@ -1,11 +1,13 @@
 import type { KvEvent } from "../../protocol/index.js";
 import type { KvTier } from "./kv-tier.js";
 import { type LowerTierName, LowerTiers, type TierCounts } from "./lower-tiers.js";
+import { type LruEntry, LruList } from "./lru-list.js";
 import type { ObjectTier } from "./object-tier.js";
 import { type CachedBlock, storedEventsParentsFirst } from "./stored-events.js";
 
 /** A full block the device caches, and how many requests hold it (0: unused, evictable). */
-interface DeviceBlock extends CachedBlock {
+interface DeviceBlock extends CachedBlock, LruEntry {
+  readonly hash: bigint;
   refs: number;
 }
 
@@ -31,8 +33,8 @@ export class BlockManager {
   readonly blockSize: number;
   /** Each cached full block: parent and token hash (for dumps), and its reference count. */
   readonly #blocks = new Map<bigint, DeviceBlock>();
-  /** Unused cached blocks, oldest first (Map keeps insertion order). */
-  readonly #lru = new Map<bigint, true>();
+  /** Unused cached blocks, least recently released first. */
+  readonly #lru = new LruList<DeviceBlock>();
   /** Blocks held by requests that are not full yet (no hash). */
   #partialBlocks = 0;
   readonly #emit: (events: KvEvent[]) => void;
@@ -112,7 +114,7 @@ export class BlockManager {
   acquireCached(hash: bigint): void {
     const block = this.#blocks.get(hash);
     if (block === undefined) throw new Error("acquireCached on a block that is not cached");
-    if (block.refs === 0) this.#lru.delete(hash);
+    if (block.refs === 0) this.#lru.remove(block);
     block.refs++;
   }
 
@@ -132,11 +134,11 @@ export class BlockManager {
     this.#partialBlocks--;
     const block = this.#blocks.get(hash);
     if (block !== undefined) {
-      if (block.refs === 0) this.#lru.delete(hash);
+      if (block.refs === 0) this.#lru.remove(block);
       block.refs++;
       return;
     }
-    this.#blocks.set(hash, { parent, tokensHash, refs: 1 });
+    this.#blocks.set(hash, { hash, parent, tokensHash, refs: 1, older: undefined, newer: undefined, listed: false });
     this.#emit([
       { type: "kv-block-stored", parentHash: parent, blocks: [{ blockHash: hash, tokensHash }], blockSize: this.blockSize },
     ]);
@@ -154,7 +156,7 @@ export class BlockManager {
     this.#tiers?.touch(hash);
     if (block.refs <= 1) {
       block.refs = 0;
-      this.#lru.set(hash, true);
+      this.#lru.add(block);
     } else {
       block.refs--;
     }
@@ -175,19 +177,18 @@ export class BlockManager {
    */
   clear(): void {
     const kept = this.#tiers?.clear() ?? [];
-    for (const hash of this.#lru.keys()) this.#blocks.delete(hash);
-    this.#lru.clear();
+    for (const block of this.#lru.drain()) this.#blocks.delete(block.hash);
     this.#emit([{ type: "kv-cache-cleared" }]);
     if (kept.length > 0) this.#emit(kept);
   }
 
   #makeRoom(): boolean {
     if (this.#blocks.size + this.#partialBlocks < this.capacity) return true;
-    const oldest = this.#lru.keys().next();
-    if (oldest.done) return false;
-    this.#lru.delete(oldest.value);
-    this.#blocks.delete(oldest.value);
-    this.#emit([{ type: "kv-block-removed", blockHashes: [oldest.value] }]);
+    const oldest = this.#lru.oldest();
+    if (oldest === undefined) return false;
+    this.#lru.remove(oldest);
+    this.#blocks.delete(oldest.hash);
+    this.#emit([{ type: "kv-block-removed", blockHashes: [oldest.hash] }]);
     return true;
   }
 }
