@@ -76,7 +76,16 @@ async function directRunner(path: string, threads: number) {
         sequences.slice(0, streams).map(async (sequence) => {
           await sequence.clearHistory();
           let count = 0;
-          const options = { temperature: SAMPLING.temperature, topP: SAMPLING.top_p, seed: promptSeed, yieldEogToken: true };
+          // The sampling armature and llama-server are asked for: node-llama-cpp's own defaults (top-k 40)
+          // would sample from 40 tokens where the servers sort the whole vocabulary.
+          const options = {
+            temperature: SAMPLING.temperature,
+            topP: SAMPLING.top_p,
+            topK: SAMPLING.top_k,
+            minP: SAMPLING.min_p,
+            seed: promptSeed,
+            yieldEogToken: true,
+          };
           for await (const _ of sequence.evaluate(freshPrompt() as Token[], options)) {
             if (count === 0) ttftMs.push(performance.now() - started);
             if (++count >= TOKENS) break;
