@@ -41,8 +41,6 @@ export class MockScheduler {
   #wake: (() => void) | undefined;
   #stopped = false;
   #arrivals = 0;
-  /** Sequences taken out of the running list so far (preempted or removed). */
-  #removals = 0;
   #loop: Promise<void> | undefined;
 
   constructor(options: SchedulerOptions) {
@@ -120,11 +118,9 @@ export class MockScheduler {
     }
     // Then prefill chunks (and recomputation after preemption): running sequences, then
     // admissions in arrival order.
-    const removalsBefore = this.#removals;
     for (const s of [...this.#running]) {
       if (budget === 0) break;
-      // Looked up only once a preemption (or a failure) took sequences out during this step.
-      if (stepped.has(s) || (this.#removals !== removalsBefore && !this.#running.includes(s))) continue;
+      if (stepped.has(s) || !this.#running.includes(s)) continue;
       let done = s.compute(Math.min(s.remaining, budget), blocks);
       while (done === 0 && this.#preemptFor(s)) done = s.compute(Math.min(s.remaining, budget), blocks);
       if (done === 0 && this.#running.length === 1) {
@@ -243,7 +239,6 @@ export class MockScheduler {
       : this.#running.at(-1);
     if (victim === undefined || victim === needing) return false;
     this.#running.splice(this.#running.indexOf(victim), 1);
-    this.#removals++;
     victim.releaseBlocks(this.#o.blocks);
     if (priority) this.#wait(victim);
     else this.#waiting.unshift(victim);
@@ -260,7 +255,6 @@ export class MockScheduler {
   }
 
   #remove(s: MockSequence): void {
-    this.#removals++;
     s.releaseBlocks(this.#o.blocks);
     for (const list of [this.#waiting, this.#running]) {
       const at = list.indexOf(s);
