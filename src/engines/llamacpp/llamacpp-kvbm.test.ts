@@ -228,3 +228,21 @@ test("--kv-offload as-filled copies decoded blocks down each time the sequence d
     await engine.close();
   }
 });
+
+test("a caller that stops reading while its prompt is being copied down frees the sequence after the copy", async () => {
+  const engine = await engineWith({ hostBytes: 64 * 1024 * 1024 });
+  try {
+    const stream = engine.generate(greedy(prompt, 200), { signal: new AbortController().signal });
+    const first = await stream.next();
+    assert.ok(!first.done && first.value.type === "token-delta");
+    // The prompt's copy started with the first token; stopping now unwinds while it may still run.
+    await stream.return(undefined);
+    assert.equal(hostBlocks(engine), Math.floor(300 / BLOCK), "the prompt's blocks were copied before the sequence was freed");
+    // The engine's only sequence serves the next request; the prompt comes back from the device.
+    const next = await run(engine, prompt);
+    assert.deepEqual(next.tokens, recomputed);
+    assert.equal(next.end.cachedTokens, 299);
+  } finally {
+    await engine.close();
+  }
+});
