@@ -66,7 +66,15 @@ async function overHttp(url: string, model: string, streams: number): Promise<Ba
 async function directRunner(path: string, threads: number) {
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: path });
-  const context = await model.createContext({ contextSize: 2048, sequences: SEQUENCES, threads, batchSize: 512 });
+  // The context armature's worker makes by default (its `--flash-attention auto`; node-llama-cpp's own
+  // default is off, which on this CPU decodes the 5M model 10–15% faster).
+  const context = await model.createContext({
+    contextSize: 2048,
+    sequences: SEQUENCES,
+    threads,
+    batchSize: 512,
+    flashAttention: "auto",
+  });
   const sequences = Array.from({ length: SEQUENCES }, () => context.getSequence());
   return {
     async run(streams: number): Promise<Batch> {
