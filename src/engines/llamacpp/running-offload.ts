@@ -6,7 +6,7 @@ import type { KvbmConnector } from "./kvbm-connector.js";
  * prompt's once it is evaluated (another request with the same prefix, on another sequence or
  * another worker, can load them while this one decodes), then each time the sequence holds twice
  * the complete blocks it held at the last copy. Each copy saves the whole sequence state, so the
- * saves of one request add up to less than twice the bytes of its last one. One copy runs at a
+ * copies add up to less than twice the bytes of the request's final state. One copy runs at a
  * time; the request's end waits for it (`settled`) before its sequence is reused.
  */
 export class RunningOffload {
