@@ -69,6 +69,7 @@ export async function startWorkers(
 ): Promise<StartedWorkers> {
   refuseLlamaFlags(options);
   refuseMockerFlags(options);
+  refuseKvTierFlags(options);
   if (isEngineServer(options.engine)) return startEngineSidecars(options, runtime, logger);
   refuseSidecarFlags(options);
   // The models to serve: each --model on llama.cpp (the generated tiny model without one), the mocker's one.
@@ -252,12 +253,9 @@ function refuseLlamaFlags(options: ServeOptions): void {
   }
 }
 
-/**
- * The KV tiers each worker keeps below its device (`--kv-*` flags, llamacpp only): worker N gets
- * `worker-N/` under `--kv-disk-dir`, and all share one `--kv-object-store`. Undefined: none asked.
- */
-async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((index: number) => KvbmSettings) | undefined> {
-  const given = (
+/** The `--kv-*` tier flags given (llama.cpp's KV block manager). */
+function kvTierFlags(options: ServeOptions): string[] {
+  return (
     [
       ["kv-host-bytes", options.kvHostBytes],
       ["kv-disk-dir", options.kvDiskDir],
@@ -265,14 +263,34 @@ async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((i
       ["kv-object-store", options.kvObjectStore],
       ["kv-offload", options.kvOffload],
     ] as const
-  ).filter(([, value]) => value !== undefined);
-  if (given.length === 0) return undefined;
-  if (options.engine !== "llamacpp") {
-    throw new ArmatureError(
-      "CONFIG_INVALID",
-      `--${given[0]?.[0]} is for --engine llamacpp; the mocker models a host tier with --host-kv-blocks`,
-    );
-  }
+  )
+    .filter(([, value]) => value !== undefined)
+    .map(([flag]) => flag);
+}
+
+/**
+ * The KV tier flags, given to another engine than llama.cpp: refused by name. An engine server
+ * keeps `--kv-object-store`: the Files and Batch APIs store their state there (`batchPlace`).
+ */
+function refuseKvTierFlags(options: ServeOptions): void {
+  if (options.engine === "llamacpp") return;
+  const server = isEngineServer(options.engine);
+  const given = kvTierFlags(options).find((flag) => !(server && flag === "kv-object-store"));
+  if (given === undefined) return;
+  throw new ArmatureError(
+    "CONFIG_INVALID",
+    server
+      ? `--${given} is for --engine llamacpp; ${options.engine} keeps its own KV cache, its offloading set on its command line`
+      : `--${given} is for --engine llamacpp; the mocker models a host tier with --host-kv-blocks`,
+  );
+}
+
+/**
+ * The KV tiers each worker keeps below its device (`--kv-*` flags, llamacpp only): worker N gets
+ * `worker-N/` under `--kv-disk-dir`, and all share one `--kv-object-store`. Undefined: none asked.
+ */
+async function openKvTiers(options: ServeOptions, runtime: Runtime): Promise<((index: number) => KvbmSettings) | undefined> {
+  if (kvTierFlags(options).length === 0) return undefined;
   const tierless = options.kvHostBytes === undefined && options.kvDiskDir === undefined && options.kvObjectStore === undefined;
   if (options.kvOffload !== undefined && tierless) {
     throw new ArmatureError(

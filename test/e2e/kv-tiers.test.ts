@@ -103,6 +103,10 @@ test("wrong KV tier flags stop the start with a message naming the flag", async 
       [["--engine", "mocker", "--kv-host-bytes", "1GiB"], /--kv-host-bytes is for --engine llamacpp/],
       [["--kv-offload", "at-end"], /--kv-offload needs a KV tier/],
       [["--engine", "mocker", "--kv-offload", "at-end"], /--kv-offload is for --engine llamacpp/],
+      [
+        ["--engine", "llama-server", "--engine-url", "http://127.0.0.1:9", "--kv-host-bytes", "1GiB"],
+        /--kv-host-bytes is for --engine llamacpp; llama-server keeps its own KV cache/,
+      ],
     ];
     for (const [args, message] of cases) {
       await assert.rejects(startWorkers(resolveServeOptions(args, {}), runtime, silentLogger), message, args.join(" "));
