@@ -19,6 +19,7 @@ import {
 import type { Logger, MetricMeter } from "../../observability/index.js";
 import { hashBlocks, type KvCosts, type KvEvent, ONBOARD_TIER, onboardingSaving } from "../../protocol/index.js";
 import { RateMeter } from "./rate-meter.js";
+import { sharedPrefixLength } from "./sequence-slots.js";
 
 /** What the engine needs to open its block manager. */
 export interface KvbmConnectorOptions {
@@ -208,7 +209,7 @@ export class KvbmConnector {
           const layout = parseSequenceState(bytes);
           const first = plan.toCut[0] as number;
           const last = plan.toCut.at(-1) as number;
-          if (!holdsPrefix(stateTokens(bytes, layout), tokens, (last + 1) * blockSize)) {
+          if (sharedPrefixLength(stateTokens(bytes, layout), tokens) < (last + 1) * blockSize) {
             this.#logger.debug("the sequence changed before its state was saved; its blocks are not offloaded");
             return;
           }
@@ -261,13 +262,6 @@ export class KvbmConnector {
 
 /** A tier that measured slower than recomputing is read again on this lookup of every so many. */
 const REMEASURE_EVERY = 32;
-
-/** Whether `saved` starts with the first `count` tokens of `planned`. */
-function holdsPrefix(saved: readonly number[], planned: readonly number[], count: number): boolean {
-  if (saved.length < count || planned.length < count) return false;
-  for (let i = 0; i < count; i++) if (saved[i] !== planned[i]) return false;
-  return true;
-}
 
 /** The tier that gave most blocks of a prefix (the slower one on a tie: it bounds the time). */
 function mainTier(byTier: Readonly<Record<TierName, number>>): TierName {

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { until } from "../../../test/helpers/poll.js";
 import type { KvbmSettings } from "../../kvbm/index.js";
 import { PrometheusMeter, silentLogger } from "../../observability/index.js";
 import type { GenerateRequest, KvEvent, RequestEnd } from "../../protocol/index.js";
@@ -160,14 +161,6 @@ function hostBlocks(engine: LlamaCppEngine): number {
   );
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /** Starts a long greedy request and reads it up to `read` tokens; the rest stays unread. */
 async function startLong(engine: LlamaCppEngine, tokenIds: number[], maxTokens: number, read: number) {
   const stream = engine.generate(greedy(tokenIds, maxTokens), { signal: new AbortController().signal });
@@ -193,8 +186,13 @@ for (const timing of ["as-filled", "at-end"] as const) {
     try {
       const long = await startLong(engine, prompt, 200, 1);
       const promptBlocks = Math.floor(300 / BLOCK);
-      if (timing === "as-filled")
-        await until(() => hostBlocks(engine) >= promptBlocks, "the prompt's blocks are on the host tier");
+      if (timing === "as-filled") {
+        await until(
+          "the prompt's blocks on the host tier",
+          async () => hostBlocks(engine),
+          (n) => n >= promptBlocks,
+        );
+      }
       assert.equal(hostBlocks(engine), timing === "as-filled" ? promptBlocks : 0, "host blocks while the first request decodes");
       // The first request holds its sequence: the second gets the other one, which holds nothing.
       const second = await run(engine, prompt);
@@ -218,7 +216,11 @@ test("--kv-offload as-filled copies decoded blocks down each time the sequence d
     // 40 prompt tokens: 2 complete blocks copied once the prompt is evaluated; the next copy
     // starts once 4 blocks (64 tokens) are evaluated, the one after at 8 (128).
     const long = await startLong(engine, prompt.slice(0, 40), 120, 30);
-    await until(() => hostBlocks(engine) >= 4, "four blocks are on the host tier");
+    await until(
+      "four blocks on the host tier",
+      async () => hostBlocks(engine),
+      (n) => n >= 4,
+    );
     assert.equal(hostBlocks(engine), 4, "the copy at 4 blocks, before the one at 8");
     const done = await long.finish();
     assert.equal(done.end.completionTokens, 120);

@@ -9,7 +9,7 @@ export class MockSequence {
   readonly prompt: readonly number[];
   /**
    * The tokens generated so far, kept apart from the prompt: appending to a copy of a long prompt
-   * makes V8 reallocate it (about 0.8 ms for 13,000 tokens), once per request.
+   * makes V8 reallocate it (0.66 ms for 13,500 tokens, docs/benchmarks.md), once per request.
    */
   readonly output: number[] = [];
   readonly promptLength: number;
