@@ -44,10 +44,25 @@ interface Batch {
   readonly ttftMs: number[];
 }
 
+const WARMUP_TOKENS = 4096;
+const WARMUP_SECONDS = 4;
+
+/** Runs `batch` until WARMUP_TOKENS tokens or WARMUP_SECONDS have gone by. */
+async function warm(batch: () => Promise<Batch>): Promise<void> {
+  const started = performance.now();
+  for (let tokens = 0; tokens < WARMUP_TOKENS && performance.now() - started < WARMUP_SECONDS * 1000; ) {
+    const b = await batch();
+    tokens += b.ttftMs.length * TOKENS;
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** `streams` concurrent streamed completions against an OpenAI-compatible server. */
 async function overHttp(url: string, model: string, streams: number): Promise<Batch> {
+  // Connections left idle while the other paths ran may be closed by the server (llama-server
+  // after 5 s) as a request goes out on them: each batch opens its own.
+  agent.destroy();
   const started = performance.now();
   const timings = await Promise.all(
     Array.from({ length: streams }, () =>
@@ -141,11 +156,13 @@ for (const [name, options] of Object.entries(models)) {
         throw new Error(`asked ${threads} threads, the worker has ${health.instances[0]?.threads}`);
       for (const streams of [1, SEQUENCES]) {
         const results: Batch[][] = [[], [], [], []];
-        // Warm-up: each path once.
-        await direct.run(streams);
-        await overHttp(inProcess.url, "bench", streams);
-        await overHttp(engine.url, "bench", streams);
-        await overHttp(sidecar.url, "bench", streams);
+        // Warm-up: each path until it has streamed WARMUP_TOKENS or run WARMUP_SECONDS. A server's
+        // per-token path (and node-llama-cpp's own JavaScript) runs about twice as fast after a
+        // few thousand tokens as on its first ones; a server in use is warm.
+        await warm(() => direct.run(streams));
+        await warm(() => overHttp(inProcess.url, "bench", streams));
+        await warm(() => overHttp(engine.url, "bench", streams));
+        await warm(() => overHttp(sidecar.url, "bench", streams));
         for (let i = 0; i < RUNS; i++) {
           results[0]?.push(await direct.run(streams));
           results[1]?.push(await overHttp(inProcess.url, "bench", streams));

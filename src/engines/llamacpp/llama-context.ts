@@ -56,6 +56,10 @@ export async function createContext(model: LlamaModel, settings: ContextSettings
       threads,
       batchSize,
       flashAttention: flash === "auto" ? "auto" : flash === "on",
+      // A queued decode is dispatched in a microtask, not on the next turn (node-llama-cpp's
+      // default): the token pump hands each token over on `setImmediate`, so the next decode is
+      // running on llama.cpp's thread while the server streams this token (decision 0030).
+      batching: { dispatchSchedule: dispatchInMicrotask },
       ...(settings.lora === undefined ? {} : { lora: settings.lora }),
       ...(kvCacheType === "f16"
         ? {}
@@ -68,6 +72,10 @@ export async function createContext(model: LlamaModel, settings: ContextSettings
       { cause },
     );
   }
+}
+
+function dispatchInMicrotask(dispatch: () => void): void {
+  queueMicrotask(dispatch);
 }
 
 /** Elements per attention head of K (`attention.key_length`, else embedding width over heads). */

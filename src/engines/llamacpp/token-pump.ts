@@ -2,6 +2,12 @@
  * Pulls tokens from llama.cpp's evaluation generator ahead of the consumer, up to `capacity`
  * buffered, so decoding the next token overlaps with the consumer's work on this one (streaming,
  * detokenizing, writing to the socket). Stops after `limit` tokens, or when told.
+ *
+ * The overlap needs an order: when a token arrives, the next one is asked for first (the generator
+ * queues its decode, which the context dispatches in a microtask: `createContext`), and the token
+ * is handed to a waiting consumer on `setImmediate`, after the microtasks that start that decode.
+ * Handed over in the same turn, the consumer's work ran before the decode was dispatched and
+ * added its whole time to every token's (docs/decisions/0030).
  */
 export class TokenPump<T = number> {
   readonly #source: AsyncIterator<T>;
@@ -13,6 +19,7 @@ export class TokenPump<T = number> {
   #error: unknown;
   #stopped = false;
   #wakeConsumer: (() => void) | undefined;
+  #handOverScheduled = false;
   #wakeProducer: (() => void) | undefined;
   readonly #loop: Promise<void>;
 
@@ -46,27 +53,47 @@ export class TokenPump<T = number> {
     await this.#loop;
   }
 
+  #wantsMore(): boolean {
+    return !this.#stopped && this.#produced < this.#limit;
+  }
+
+  /** Wakes a waiting consumer on the next `setImmediate` (once, however many tokens arrive first). */
+  #handOver(): void {
+    if (this.#handOverScheduled || this.#wakeConsumer === undefined) return;
+    this.#handOverScheduled = true;
+    setImmediate(() => {
+      this.#handOverScheduled = false;
+      const wake = this.#wakeConsumer;
+      this.#wakeConsumer = undefined;
+      wake?.();
+    });
+  }
+
   async #run(onToken: (token: T) => void): Promise<void> {
     try {
-      while (!this.#stopped && this.#produced < this.#limit) {
-        if (this.#buffer.length >= this.#capacity) {
-          await new Promise<void>((resolve) => {
-            this.#wakeProducer = resolve;
-          });
-          continue;
-        }
-        const result = await this.#source.next();
+      let pending = this.#wantsMore() ? this.#source.next() : undefined;
+      while (pending !== undefined) {
+        const result = await pending;
+        pending = undefined;
         if (result.done) break;
         this.#produced++;
         onToken(result.value);
         this.#buffer.push(result.value);
-        this.#wakeConsumer?.();
+        while (this.#wantsMore() && this.#buffer.length >= this.#capacity) {
+          this.#handOver();
+          await new Promise<void>((resolve) => {
+            this.#wakeProducer = resolve;
+          });
+          this.#wakeProducer = undefined;
+        }
+        if (this.#wantsMore()) pending = this.#source.next();
+        this.#handOver();
       }
     } catch (error) {
       this.#error = error;
     } finally {
       this.#done = true;
-      this.#wakeConsumer?.();
+      this.#handOver();
       await this.#source.return?.(undefined);
     }
   }
