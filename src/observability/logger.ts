@@ -24,26 +24,45 @@ type LogLevel = "debug" | "info" | "warn" | "error";
  * bindings at once, a measurable cost per request).
  */
 export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Logger {
-  let made: Logger | undefined;
-  const child = (): Logger => {
-    made ??= parent.child(bindings);
-    return made;
-  };
-  const writer =
-    (level: LogLevel): LogFn =>
-    (first: string | Record<string, unknown>, message?: string) => {
-      if (parent.isLevelEnabled && !parent.isLevelEnabled(level)) return;
-      if (typeof first === "string") child()[level](first);
-      else child()[level](first, message);
-    };
-  return {
-    debug: writer("debug"),
-    info: writer("info"),
-    warn: writer("warn"),
-    error: writer("error"),
-    child: (more) => lazyChild(parent, { ...bindings, ...more }),
-    isLevelEnabled: (level) => parent.isLevelEnabled?.(level) ?? true,
-  };
+  return new LazyChild(parent, bindings);
+}
+
+/** A class, so a request's logger is one object, not a closure per level. */
+class LazyChild implements Logger {
+  readonly #parent: Logger;
+  readonly #bindings: Record<string, unknown>;
+  #made: Logger | undefined;
+
+  constructor(parent: Logger, bindings: Record<string, unknown>) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  debug(first: string | Record<string, unknown>, message?: string): void {
+    this.#write("debug", first, message);
+  }
+  info(first: string | Record<string, unknown>, message?: string): void {
+    this.#write("info", first, message);
+  }
+  warn(first: string | Record<string, unknown>, message?: string): void {
+    this.#write("warn", first, message);
+  }
+  error(first: string | Record<string, unknown>, message?: string): void {
+    this.#write("error", first, message);
+  }
+  child(more: Record<string, unknown>): Logger {
+    return new LazyChild(this.#parent, { ...this.#bindings, ...more });
+  }
+  isLevelEnabled(level: LogLevel): boolean {
+    return this.#parent.isLevelEnabled?.(level) ?? true;
+  }
+
+  #write(level: LogLevel, first: string | Record<string, unknown>, message: string | undefined): void {
+    if (this.#parent.isLevelEnabled && !this.#parent.isLevelEnabled(level)) return;
+    this.#made ??= this.#parent.child(this.#bindings);
+    if (typeof first === "string") this.#made[level](first);
+    else this.#made[level](first, message);
+  }
 }
 
 export interface LoggerOptions {

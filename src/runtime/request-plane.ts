@@ -10,6 +10,13 @@ export interface RequestContext {
    * it like an item; absent where liveness is not judged (in one process).
    */
   readonly reportProgress?: () => void;
+  /**
+   * Aborts `signal` with `reason` from the handler's side (the call's deadline passing on the
+   * worker), so the handler needs no controller of its own. Offered by a binding whose call goes
+   * on delivering what the handler yields after its signal aborted (in one process); absent where
+   * an aborted call stops listening (over NATS the handler side ends the stream at once).
+   */
+  readonly cancel?: (reason: unknown) => void;
 }
 
 /**

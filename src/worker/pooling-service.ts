@@ -102,7 +102,7 @@ async function* tracked<T>(
   timeoutMs: number | undefined,
   work: (signal: AbortSignal) => AsyncGenerator<T>,
 ): AsyncGenerator<T> {
-  const { signal, clear } = callSignal(o.runtime.clock, callerSignal, timeoutMs);
+  const { signal, clear } = callSignal(o.runtime.clock, { signal: callerSignal }, timeoutMs);
   let done!: () => void;
   const inflight = new Promise<void>((resolve) => {
     done = resolve;

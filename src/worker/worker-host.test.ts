@@ -161,6 +161,37 @@ test("a request's deadline holds on the worker even when no cancellation arrives
   await runtime.close();
 });
 
+test("delivered into a sink in one process, the worker's deadline ends the call under the caller's never-aborted signal", async () => {
+  const runtime = createEmbeddedRuntime();
+  const worker = await WorkerHost.create({ runtime, engine: new MockerEngine(), id: "w1", modelName: "m", logger: silentLogger });
+  const caller = new AbortController();
+  let tokens = 0;
+  let end: RequestEnd | undefined;
+  const finished = new Promise<unknown>((resolve) => {
+    runtime.requests.open(
+      "w1",
+      { ...request(5000), timeoutMs: 150 },
+      {
+        push: (item) => {
+          const response = item as GenerateResponse;
+          if (response.type === "token-delta") tokens += response.tokenIds.length;
+          else end = response;
+        },
+        end: () => resolve(undefined),
+        fail: (error) => resolve(error),
+      },
+      { signal: caller.signal },
+    );
+  });
+  const failure = await finished;
+  if (failure !== undefined) assert.equal(isArmatureError(failure) && failure.code, "REQUEST_TIMEOUT", String(failure));
+  else assert.equal(end?.finishReason, "cancelled", `ended as ${JSON.stringify(end)}`);
+  assert.ok(tokens < 5000, `stopped early (${tokens} tokens)`);
+  assert.equal(caller.signal.aborted, false, "the caller's own signal is left alone");
+  await worker.close(100);
+  await runtime.close();
+});
+
 test("a malformed generate request is refused naming the field, and counted", async () => {
   const { runtime, worker } = await setup();
   await assert.rejects(

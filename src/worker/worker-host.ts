@@ -23,6 +23,7 @@ import {
   type Lease,
   type PlannerWorkerOrigin,
   type Registration,
+  type RequestContext,
   type Runtime,
   type StreamSink,
 } from "../runtime/index.js";
@@ -195,7 +196,7 @@ export class WorkerHost {
     this.#unsubscribeKv = engine.onKvEvents((events) => this.#publishKv(events));
     this.#registration = await runtime.requests.serve(
       this.id,
-      deliveringHandler((payload, { signal }, sink) => this.#handle(payload, signal, sink)),
+      deliveringHandler((payload, context, sink) => this.#handle(payload, context, sink)),
     );
     this.#queryRegistration = await runtime.requests.serve(subjects.kvQuery(this.id), (payload) => this.#answerKvQuery(payload));
     if (this.#tokenizer) {
@@ -261,7 +262,7 @@ export class WorkerHost {
    * caller never reads on); the deadline's timer and the load update follow the engine's stream
    * ending, failing or being stopped.
    */
-  #handle(payload: unknown, callerSignal: AbortSignal, sink: StreamSink<unknown>): Delivery {
+  #handle(payload: unknown, context: RequestContext, sink: StreamSink<unknown>): Delivery {
     if (this.#state !== "running") {
       throw new ArmatureError("WORKER_DRAINING", `worker ${this.id} is shutting down`, { retryable: true });
     }
@@ -269,7 +270,7 @@ export class WorkerHost {
     this.#countDroppedTraceContext(payload, request);
     // The caller's deadline holds here too: work nobody waits for any more stops even if the
     // cancellation is lost on the way.
-    const { signal, clear } = callSignal(this.#o.runtime.clock, callerSignal, request.timeoutMs);
+    const { signal, clear } = callSignal(this.#o.runtime.clock, context, request.timeoutMs);
     const call = new HostedCall(sink, this.#callHooks, clear);
     this.#callsInFlight++;
     this.#publishLoad();

@@ -67,7 +67,8 @@ class InProcessCall implements AsyncIterator<unknown> {
       }
       if (caller?.aborted) this.#onCallerAbort();
       else caller?.addEventListener("abort", this.#onCallerAbort, { once: true });
-      this.#iterator = handler(this.#payload, { signal: this.#controller.signal })[Symbol.asyncIterator]();
+      const cancel = (reason: unknown): void => this.#controller.abort(reason);
+      this.#iterator = handler(this.#payload, { signal: this.#controller.signal, cancel })[Symbol.asyncIterator]();
     }
     if (caller?.aborted) {
       await this.#cancel();
@@ -138,7 +139,7 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
       return;
     }
     signal?.addEventListener("abort", this, { once: true });
-    const context = { signal: this.#controller.signal };
+    const context = { signal: this.#controller.signal, cancel: this.#cancelFromHandler };
     if (!handler.deliver) {
       this.#pump = deliver(handler(payload, context), this);
       return;
@@ -155,6 +156,11 @@ class InProcessDelivery implements Delivery, StreamSink<unknown> {
   get holding(): Promise<void> | undefined {
     return this.#sink.holding;
   }
+
+  /** The handler's own deadline passed: its signal aborts; what it still yields is delivered. */
+  readonly #cancelFromHandler = (reason: unknown): void => {
+    this.#controller.abort(reason);
+  };
 
   /** A throw here (the caller refused the item) stops the pump: the handler is cancelled first. */
   push(item: unknown): void {
