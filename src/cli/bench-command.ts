@@ -76,7 +76,8 @@ export async function benchCommand(argv: readonly string[], out: (t: string) => 
     sloTtftMs: values["slo-ttft"] ? num("slo-ttft", values["slo-ttft"]) : undefined,
     sloItlMs: values["slo-itl"] ? num("slo-itl", values["slo-itl"]) : undefined,
     seed: Number(values.seed),
-    onProgress: (done, total) => err(`\r${done}/${total} requests`),
+    // A run bounded by --duration alone has no request count to show.
+    onProgress: (done, total) => err(total === Number.MAX_SAFE_INTEGER ? `\r${done} requests` : `\r${done}/${total} requests`),
   });
   err("\n");
   if (values.json) {

@@ -61,6 +61,34 @@ test("armature bench replays a trace against a live server and reports JSON, cac
   }
 });
 
+test("armature bench bounded by --duration alone shows its progress as a count", async () => {
+  const server = await startServe(["--engine", "mocker", "--speedup-ratio", "1000000"]);
+  try {
+    const { stdout, stderr } = await run(process.execPath, [
+      "bin/armature.js",
+      "bench",
+      "--url",
+      server.url,
+      "--model",
+      "armature-mocker",
+      "--concurrency",
+      "2",
+      "--duration",
+      "1",
+      "--output-tokens",
+      "4",
+      "--json",
+    ]);
+    const report = JSON.parse(stdout) as { requests: number; completed: number };
+    assert.ok(report.completed > 0 && report.completed === report.requests, stdout);
+    const lines = stderr.split("\r").map((line) => line.trim()).filter((line) => line.length > 0);
+    assert.ok(lines.length > 0, `progress was shown: ${JSON.stringify(stderr)}`);
+    for (const line of lines) assert.match(line, /^\d+ requests$/, "no total for a run bounded by time");
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
 test("armature bench refuses ambiguous modes with a usage line", async () => {
   await assert.rejects(
     run(process.execPath, ["bin/armature.js", "bench", "--model", "m", "--concurrency", "2", "--rate", "3"]),

@@ -1,0 +1,85 @@
+// Two checkouts of armature side by side on the same llama.cpp work, to tell a change from this
+// machine's drift: `armature serve` from each tree (the generated model, 1 thread, 4 sequences),
+// warmed with 10 batches of 4 streams each, then batches of 1 and of 4 streams alternating between
+// the trees (the order flipped every round), tokens/s over each batch's wall time, median of ROUNDS.
+// Usage: node --import tsx bench/llamacpp-tree-ab.ts BEFORE_DIR AFTER_DIR [tiny|small] [TOKENS] [ROUNDS]
+// (a tree made with `git worktree add /tmp/before REV` and `ln -s $PWD/node_modules /tmp/before/`).
+import { spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { Agent } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { streamCompletion } from "../src/bench/index.js";
+import { buildTinyModel } from "../src/engines/index.js";
+import { machine } from "./load/processes.js";
+
+const [before, after, modelKind = "tiny", tokensArg = "512", roundsArg = "8"] = process.argv.slice(2);
+if (!before || !after) throw new Error("usage: bench/llamacpp-tree-ab.ts BEFORE_DIR AFTER_DIR [tiny|small] [TOKENS] [ROUNDS]");
+const TOKENS = Number(tokensArg);
+const ROUNDS = Number(roundsArg);
+const path = join(tmpdir(), `armature-ab-${modelKind}-${process.pid}.gguf`);
+const shapes = modelKind === "tiny" ? {} : { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 };
+await writeFile(path, buildTinyModel(shapes));
+
+async function serveFrom(cwd: string): Promise<{ url: string; stop: () => void }> {
+  const args = ["bin/armature.js", "serve", "--port", "0", "--log-level", "warn", "--model", path, "--model-name", "bench"];
+  const child = spawn(process.execPath, [...args, "--threads", "1", "--sequences", "4"], {
+    cwd,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /(http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`armature in ${cwd} exited (${code}): ${out}`)));
+  });
+  return { url, stop: () => child.kill("SIGINT") };
+}
+
+let seed = 0;
+function freshPrompt(): number[] {
+  seed++;
+  return Array.from({ length: 64 }, (_, i) => 40 + ((seed * 31 + i * 7) % 60));
+}
+const sampling = { temperature: 0.8, top_p: 0.95, top_k: 0, min_p: 0 };
+
+async function batch(url: string, streams: number): Promise<number> {
+  const agent = new Agent({ keepAlive: false });
+  const started = performance.now();
+  const body = () => ({ model: "bench", prompt: freshPrompt(), max_tokens: TOKENS, ignore_eos: true, ...sampling });
+  const timings = await Promise.all(Array.from({ length: streams }, () => streamCompletion(url, body(), agent)));
+  for (const t of timings) {
+    if (!t.ok || t.completionTokens !== TOKENS) throw new Error(`a stream did not complete: ${t.error ?? t.completionTokens}`);
+  }
+  return (streams * TOKENS) / ((performance.now() - started) / 1000);
+}
+
+const trees = [
+  { name: "before", server: await serveFrom(before) },
+  { name: "after", server: await serveFrom(after) },
+];
+try {
+  for (const tree of trees) for (let i = 0; i < 10; i++) await batch(tree.server.url, 4);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  console.log(`Two trees — ${machine()} — ${modelKind} model, ${TOKENS} tokens a stream, median of ${ROUNDS}\n`);
+  console.log("| streams | before: tok/s (median) | rounds | after: tok/s (median) | rounds |");
+  console.log("|---:|---:|---|---:|---|");
+  for (const streams of [1, 4]) {
+    const rates = new Map<string, number[]>(trees.map((t) => [t.name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
+        rates.get(tree.name)?.push(await batch(tree.server.url, streams));
+      }
+    }
+    const cells = trees.map((t) => {
+      const xs = rates.get(t.name) ?? [];
+      return `${median(xs).toFixed(0)} | ${xs.map((x) => x.toFixed(0)).join(" ")}`;
+    });
+    console.log(`| ${streams} | ${cells.join(" | ")} |`);
+  }
+} finally {
+  for (const tree of trees) tree.server.stop();
+}
