@@ -81,7 +81,10 @@ test("armature bench bounded by --duration alone shows its progress as a count",
     ]);
     const report = JSON.parse(stdout) as { requests: number; completed: number };
     assert.ok(report.completed > 0 && report.completed === report.requests, stdout);
-    const lines = stderr.split("\r").map((line) => line.trim()).filter((line) => line.length > 0);
+    const lines = stderr
+      .split("\r")
+      .map((line) => line.trim())
+      .filter((line) => line.length > 0);
     assert.ok(lines.length > 0, `progress was shown: ${JSON.stringify(stderr)}`);
     for (const line of lines) assert.match(line, /^\d+ requests$/, "no total for a run bounded by time");
   } finally {
