@@ -8,6 +8,8 @@ import { promisify } from "node:util";
 import { startServe } from "../helpers/armature-process.js";
 
 const run = promisify(execFile);
+/** `armature bench` against the mocker model of the server at `url`. */
+const benchAgainst = (url: string): string[] => ["bin/armature.js", "bench", "--url", url, "--model", "armature-mocker"];
 
 test("armature bench replays a trace against a live server and reports JSON, cache hits included", async () => {
   const dir = await mkdtemp(join(tmpdir(), "armature-bench-"));
@@ -31,12 +33,7 @@ test("armature bench replays a trace against a live server and reports JSON, cac
   const server = await startServe(["--engine", "mocker", "--workers", "2", "--block-size", "16", "--speedup-ratio", "20"]);
   try {
     const { stdout } = await run(process.execPath, [
-      "bin/armature.js",
-      "bench",
-      "--url",
-      server.url,
-      "--model",
-      "armature-mocker",
+      ...benchAgainst(server.url),
       "--trace",
       trace,
       "--trace-block-size",
@@ -65,12 +62,7 @@ test("armature bench bounded by --duration alone shows its progress as a count",
   const server = await startServe(["--engine", "mocker", "--speedup-ratio", "1000000"]);
   try {
     const { stdout, stderr } = await run(process.execPath, [
-      "bin/armature.js",
-      "bench",
-      "--url",
-      server.url,
-      "--model",
-      "armature-mocker",
+      ...benchAgainst(server.url),
       "--concurrency",
       "2",
       "--duration",
