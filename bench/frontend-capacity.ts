@@ -6,7 +6,9 @@
 // from usage, first-token latency) and Debian's `wrk` (the calibration: a Node client caps a fast
 // server). Each generator's CPU is reported, and each server's own CPU per streamed token over the
 // wrk run. Then scale-out: `armature frontend --frontend-processes N` over NATS and etcd with one
-// mocker worker, N = 1 and 2, under wrk. Needs `wrk` (apt-get install wrk).
+// mocker worker, N = 1 and 2, under wrk. Between the two, paired rounds: armature and the
+// streaming baseline both up, wrk alternating between them, the median of the rounds' ratios.
+// Needs `wrk` (apt-get install wrk).
 // Usage: npm run bench:frontend [-- seconds-per-run]
 import type { BenchOptions } from "../src/bench/index.js";
 import { startEtcd } from "../test/helpers/etcd-server.js";
@@ -79,6 +81,46 @@ for (const c of levels) {
       `| ${c} | ${((100 * a.wrkRps) / s.wrkRps).toFixed(1)}% | ${((100 * a.rps) / s.rps).toFixed(1)}% | ${((100 * a.wrkRps) / b.wrkRps).toFixed(1)}% | ${(a.p99 - s.p99).toFixed(2)} | ${(a.cpuPerToken / s.cpuPerToken).toFixed(2)}× |`,
     );
   }
+}
+
+// Paired rounds: one run per server above moves with the machine's luck (a baseline's rate has
+// moved by half between runs). Here both servers stay up and wrk alternates between them, the
+// order flipped every round; the ratio of each round's pair, and their median.
+const ROUNDS = 5;
+const ROUND_SECONDS = 5;
+console.log(`\npaired rounds under wrk: ${ROUNDS} rounds of ${ROUND_SECONDS} s on each server, alternating\n`);
+console.log(
+  "| streams | armature / streaming bare, each round | median | server CPU per token, armature / streaming bare, each round | median |",
+);
+console.log("|---:|---|---:|---|---:|");
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number;
+type Round = { readonly rps: number; readonly cpuPerToken: number };
+const paired = { streaming: await servers.streaming(), armature: await servers.armature() };
+try {
+  for (const c of [64, 512]) {
+    const usage = { ...body, stream_options: { include_usage: true } };
+    const round = async (server: Served): Promise<Round> => {
+      const cpuBefore = server.cpuSeconds();
+      const w = await runWrk(server.url, "/v1/completions", usage, c, ROUND_SECONDS);
+      return { rps: w.requestsPerSecond, cpuPerToken: (server.cpuSeconds() - cpuBefore) / (w.requests * TOKENS) };
+    };
+    for (const server of Object.values(paired)) await runWrk(server.url, "/v1/completions", usage, c, 2); // warm-up
+    const rates: number[] = [];
+    const cpu: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const order = i % 2 === 0 ? (["streaming", "armature"] as const) : (["armature", "streaming"] as const);
+      const got = new Map<string, Round>();
+      for (const kind of order) got.set(kind, await round(paired[kind]));
+      const [s, b] = [got.get("streaming"), got.get("armature")] as [Round, Round];
+      rates.push(b.rps / s.rps);
+      cpu.push(b.cpuPerToken / s.cpuPerToken);
+    }
+    console.log(
+      `| ${c} | ${rates.map((r) => `${(100 * r).toFixed(1)}%`).join(" ")} | ${(100 * median(rates)).toFixed(1)}% | ${cpu.map((r) => `${r.toFixed(2)}×`).join(" ")} | ${median(cpu).toFixed(2)}× |`,
+    );
+  }
+} finally {
+  await Promise.all(Object.values(paired).map((server) => server.stop()));
 }
 
 console.log("\nscale-out: armature frontend --frontend-processes N, one mocker worker, NATS + etcd, wrk\n");
