@@ -81,6 +81,11 @@ export interface WorkerLoad {
   readonly kvCosts?: KvCosts | undefined;
   /** LoRA adapters ready to run now (a request for another one waits for it to load). */
   readonly residentLoras?: readonly string[] | undefined;
+  /**
+   * The id of the last KV event batch the worker published (0 before its first): a router that has
+   * applied less than this for a while has lost events. Absent from workers that do not say.
+   */
+  readonly kvEventId?: number | undefined;
 }
 
 /**

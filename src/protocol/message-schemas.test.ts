@@ -146,6 +146,10 @@ test("each malformed field is refused by its path", () => {
       workerLoadSchema.parse({ type: "worker-load", workerId: "w", activeRequests: 1, waitingRequests: 0, activeKvBlocks: 1 }),
     /totalKvBlocks must be an integer, got undefined/,
   );
+  const load = { type: "worker-load", workerId: "w", activeRequests: 1, waitingRequests: 0, activeKvBlocks: 1, totalKvBlocks: 8 };
+  assert.equal(workerLoadSchema.parse({ ...load, kvEventId: 7 }).kvEventId, 7);
+  assert.throws(() => workerLoadSchema.parse({ ...load, kvEventId: -1 }), /kvEventId/);
+  assert.throws(() => workerLoadSchema.parse({ ...load, kvEventId: "7" }), /kvEventId/);
 });
 
 test("a user's JSON schema is kept whole but bounded in depth", () => {

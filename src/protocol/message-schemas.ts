@@ -100,6 +100,7 @@ export const workerLoadSchema: Schema<WorkerLoad> = object({
     }),
   ),
   residentLoras: optional(arrayOf(modelName, MAX_LORAS_PER_WORKER)),
+  kvEventId: optional(int(0)),
 });
 
 export const activeSequenceEventSchema: Schema<ActiveSequenceEvent> = object({

@@ -333,7 +333,7 @@ export class WorkerHost {
 
   #publishLoad(): void {
     const load = this.#o.engine.load();
-    const message: WorkerLoad = { type: "worker-load", workerId: this.id, ...load };
+    const message: WorkerLoad = { type: "worker-load", workerId: this.id, ...load, kvEventId: this.#eventId };
     this.#o.runtime.events.publish(subjects.load(this.id), message).catch((error: unknown) => {
       this.#log.warn({ err: error }, "failed to publish load");
     });

@@ -175,6 +175,66 @@ test("a busy worker whose KV events stop arriving is reported once, loudly", asy
   await runtime.close();
 });
 
+/** An indexer with a 30-s silence warning on a virtual clock, the warnings it logs, and a load publisher for w1. */
+function silenceSetup() {
+  const clock = new VirtualClock();
+  const runtime = createEmbeddedRuntime({ clock });
+  const warnings: { fields: Record<string, unknown>; message: string }[] = [];
+  const logger = {
+    ...silentLogger,
+    child: () => logger,
+    warn: (a: unknown, b?: string) => warnings.push({ fields: a as Record<string, unknown>, message: String(b) }),
+  } as typeof silentLogger;
+  const indexer = new KvIndexer({ runtime, logger, blockSize: 16, silenceWarningMs: 30_000 });
+  const load = (kvEventId: number) =>
+    runtime.events.publish(subjects.load("w1"), {
+      type: "worker-load",
+      workerId: "w1",
+      activeRequests: 2,
+      waitingRequests: 0,
+      activeKvBlocks: 1,
+      totalKvBlocks: 8,
+      kvEventId,
+    });
+  const batch = (eventId: number) =>
+    runtime.events.publish(subjects.kvEvents("w1"), { type: "kv-event-batch", workerId: "w1", eventId, events: [] });
+  return { clock, runtime, indexer, warnings, load, batch };
+}
+
+test("a busy worker that published no KV events (its requests filled no block) is not reported", async () => {
+  const { clock, runtime, indexer, warnings, load, batch } = silenceSetup();
+  await load(0);
+  for (let i = 0; i < 4; i++) {
+    await clock.advance(20_000);
+    await load(0);
+  }
+  await batch(1);
+  for (let i = 0; i < 4; i++) {
+    await clock.advance(20_000);
+    await load(1);
+  }
+  assert.deepEqual(warnings, [], "everything the worker published was heard");
+  indexer.close();
+  await runtime.close();
+});
+
+test("a busy worker whose published KV events do not arrive is reported with what was published and heard", async () => {
+  const { clock, runtime, indexer, warnings, load, batch } = silenceSetup();
+  await batch(1);
+  await load(1); // up to date at 0 s
+  await clock.advance(20_000);
+  await load(3); // batches 2 and 3 were published since; none arrives
+  assert.equal(warnings.length, 0, "20 s since it was last up to date: not yet reported");
+  await clock.advance(15_000);
+  await load(3);
+  assert.equal(warnings.length, 1, "35 s since it was last up to date");
+  assert.match(warnings[0]?.message ?? "", /KV events stopped arriving/);
+  assert.equal(warnings[0]?.fields.publishedEventId, 3);
+  assert.equal(warnings[0]?.fields.appliedEventId, 1);
+  indexer.close();
+  await runtime.close();
+});
+
 test("lower-tier blocks are indexed apart from the device's, and leave with the worker", () => {
   const indexer = new KvIndexer({ logger: silentLogger, blockSize: 16 });
   const { local, sequence } = hashBlocks(tokens, 16);

@@ -241,15 +241,25 @@ export class KvIndexer {
     for (const event of events) this.#count(event.type, this.#applyOne(workerId, event));
   }
 
-  /** A worker busy with requests whose KV events stopped arriving is reported, once per silence. */
+  /**
+   * A worker busy with requests whose KV events stopped arriving is reported, once per silence. A
+   * worker that says which batch it published last (`kvEventId`) is silent only while that batch
+   * has not been applied here: requests that fill no block publish nothing, and that is no loss.
+   */
   #checkSilence(load: WorkerLoad, now: number, silenceMs: number): void {
     if (load.activeRequests === 0) return;
+    const applied = this.#lastEventId.get(load.workerId) ?? 0;
+    if (load.kvEventId !== undefined && load.kvEventId <= applied) {
+      this.#lastHeard.set(load.workerId, now);
+      return;
+    }
     if (!this.#lastHeard.has(load.workerId)) this.#lastHeard.set(load.workerId, now);
     const quietMs = now - (this.#lastHeard.get(load.workerId) as number);
     if (quietMs < silenceMs || this.#silenceReported.has(load.workerId)) return;
     this.#silenceReported.add(load.workerId);
+    const published = load.kvEventId === undefined ? {} : { publishedEventId: load.kvEventId, appliedEventId: applied };
     this.#log.warn(
-      { workerId: load.workerId, quietMs: Math.round(quietMs), activeRequests: load.activeRequests },
+      { workerId: load.workerId, quietMs: Math.round(quietMs), activeRequests: load.activeRequests, ...published },
       "worker is serving requests but its KV events stopped arriving; routing to it works from stale cache state. Check the worker's event publishing, or run the router with --kv-events off",
     );
   }
