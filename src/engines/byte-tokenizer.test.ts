@@ -18,3 +18,15 @@ test("a long text comes back whole and in order, and decodes to itself", () => {
   assert.equal(ids.length, Buffer.byteLength(text, "utf8"));
   assert.equal(tokenizer.decode(ids), text);
 });
+
+test("decoding drops special tokens and keeps incomplete UTF-8 as U+FFFD, in short and long runs alike", () => {
+  // Hand-worked: 0x68 0x69 = "hi"; 258 is <|im_end|> (dropped); C3 A9 = "é"; a lone C3 is one U+FFFD.
+  assert.equal(tokenizer.decode([0x68, 0x69]), "hi");
+  assert.equal(tokenizer.decode([0x68, 258, 0x69]), "hi");
+  assert.equal(tokenizer.decode([0x68, 0xc3, 0xa9]), "hé");
+  assert.equal(tokenizer.decode([0x68, 0xc3]), "h\uFFFD");
+  assert.equal(tokenizer.decode([0xc3, 258, 0xa9]), "\uFFFD\uFFFD");
+  assert.equal(tokenizer.decode([]), "");
+  const long = [...Array.from({ length: 20 }, () => 0x61), 258, 0xc3, 0xa9];
+  assert.equal(tokenizer.decode(long), `${"a".repeat(20)}é`);
+});

@@ -3,6 +3,9 @@ import type { Tokenizer } from "./tokenizer.js";
 /** Special tokens of the byte tokenizer, after the 256 byte tokens. */
 export const BYTE_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
 
+/** Ids decoded one character at a time while ASCII; longer runs go through the UTF-8 decoder. */
+const SHORT_DECODE = 16;
+
 /**
  * Token id = byte value, plus three ChatML specials. Needs no file, so the mocker and tests work
  * with nothing on disk; UTF-8 text spanning several tokens exercises incremental detokenization.
@@ -36,9 +39,19 @@ export class ByteTokenizer implements Tokenizer {
 
   /** Special tokens decode to nothing, as with vLLM's `skip_special_tokens`. */
   decode(tokenIds: readonly number[]): string {
+    // A streamed token's one or two ids, when ASCII (the usual case), need no UTF-8 decoder.
+    let ascii = "";
+    let i = 0;
+    for (const short = tokenIds.length <= SHORT_DECODE; short && i < tokenIds.length; i++) {
+      const id = tokenIds[i] as number;
+      if (id >= 0x80) break;
+      ascii += String.fromCharCode(id);
+    }
+    if (i === tokenIds.length) return ascii;
     const bytes: number[] = [];
-    let out = "";
-    for (const id of tokenIds) {
+    let out = ascii;
+    for (; i < tokenIds.length; i++) {
+      const id = tokenIds[i] as number;
       if (id < 256) {
         bytes.push(id);
         continue;
