@@ -28,3 +28,17 @@ test("the local hashes alone are hashBlocks' local hashes, LoRA seed included", 
   assert.deepEqual(localBlockHashes(tokens, 4, "adapter"), hashBlocks(tokens, 4, "adapter").local);
   assert.deepEqual(localBlockHashes([1, 2, 3], 4), []);
 });
+
+test("hashing a long prompt leaves the next short one's hashes as published", () => {
+  // 10,000 tokens outgrow the words the hashes are copied into; the published vectors must follow.
+  const long = Array.from({ length: 10_000 }, (_, i) => (i * 7919) % 50_000);
+  assert.equal(localBlockHashes(long, 16).length, 625);
+  assert.deepEqual(localBlockHashes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], 4), [
+    14643705804678351452n,
+    16777012769546811212n,
+    483935686894639516n,
+  ]);
+  assert.equal(localBlockHash([1, 2, 3, 4]), 14643705804678351452n);
+  // Blocks past the first 4,096 tokens hash as the same block does alone.
+  assert.equal(localBlockHashes(long, 16)[600], localBlockHash(long.slice(9600, 9616)));
+});

@@ -58,20 +58,30 @@ export function hashBlocks(tokens: ArrayLike<number>, blockSize: number, loraNam
 export function localBlockHashes(tokens: ArrayLike<number>, blockSize: number, loraName?: string): bigint[] {
   const seed = loraSeed(loraName);
   const full = Math.floor(tokens.length / blockSize);
+  if (full === 0) return [];
   const bytes = u32Bytes(tokens, 0, full * blockSize);
   const local: bigint[] = new Array(full);
   for (let b = 0; b < full; b++) local[b] = xxh3.xxh64(bytes.subarray(b * blockSize * 4, (b + 1) * blockSize * 4), seed);
   return local;
 }
 
-/** Tokens [start, end) as u32 little-endian bytes. */
+/**
+ * The words `u32Bytes` copies tokens into, grown as needed and kept: a typed array made per call
+ * costs more than hashing a short prompt. Safe to share because every caller hashes the bytes
+ * before it returns.
+ */
+let scratch = new Uint32Array(4096);
+
+/** Tokens [start, end) as u32 little-endian bytes, valid until the next call. */
 function u32Bytes(tokens: ArrayLike<number>, start: number, end: number): Buffer {
   if (LITTLE_ENDIAN && tokens instanceof Uint32Array) {
     return Buffer.from(tokens.buffer, tokens.byteOffset + start * 4, (end - start) * 4);
   }
-  const words = new Uint32Array(end - start);
+  const count = end - start;
+  if (scratch.length < count) scratch = new Uint32Array(Math.max(count, scratch.length * 2));
+  const words = scratch;
   for (let i = start; i < end; i++) words[i - start] = tokens[i] as number;
-  const bytes = Buffer.from(words.buffer, words.byteOffset, words.byteLength);
+  const bytes = Buffer.from(words.buffer, 0, count * 4);
   if (!LITTLE_ENDIAN) bytes.swap32();
   return bytes;
 }
