@@ -37,22 +37,8 @@ const context = await model.createContext({
   flashAttention: "auto",
 });
 const sequence = context.getSequence();
-const server = await spawnServer([
-  "bin/armature.js",
-  "serve",
-  "--port",
-  "0",
-  "--log-level",
-  "warn",
-  "--model",
-  path,
-  "--model-name",
-  "bench",
-  "--threads",
-  "1",
-  "--sequences",
-  "4",
-]);
+const flags = "--port 0 --log-level warn --model-name bench --threads 1 --sequences 4".split(" ");
+const server = await spawnServer(["bin/armature.js", "serve", ...flags, "--model", path]);
 const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 
 /** [time to first token, time to the end] in ms. */
