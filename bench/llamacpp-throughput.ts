@@ -13,36 +13,21 @@ import { Agent } from "node:http";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
-import { streamCompletion } from "../src/bench/index.js";
 import { buildTinyModel } from "../src/engines/index.js";
 import { startLlamaServer } from "../test/helpers/llama-server.js";
+import { type Batch, directRunner, PROMPT_TOKENS, streamBatch } from "./load/llamacpp-paths.js";
 import { machine, type Served, spawnServer } from "./load/processes.js";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "3" } } });
 const RUNS = Number(values.runs);
 const TOKENS = 128;
-const PROMPT_TOKENS = 64;
 const SEQUENCES = 4;
-const SAMPLING = { temperature: 0.8, top_p: 0.95, top_k: 0, min_p: 0 };
 const models = {
   "tiny (d64, 2 layers)": {},
   "small (d256, 6 layers, ff1024)": { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 },
 };
 const threadCounts = [...new Set([1, availableParallelism()])];
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-
-let promptSeed = 0;
-/** A prompt no earlier run sent (printable-ASCII byte tokens of the generated vocabulary). */
-function freshPrompt(): number[] {
-  const seed = ++promptSeed;
-  return Array.from({ length: PROMPT_TOKENS }, (_, i) => 40 + ((seed * 31 + i * 7) % 60));
-}
-
-interface Batch {
-  readonly tokensPerSecond: number;
-  readonly ttftMs: number[];
-}
 
 const WARMUP_TOKENS = 4096;
 const WARMUP_SECONDS = 4;
@@ -59,69 +44,11 @@ async function warm(batch: () => Promise<Batch>): Promise<void> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** `streams` concurrent streamed completions against an OpenAI-compatible server. */
-async function overHttp(url: string, model: string, streams: number): Promise<Batch> {
+function overHttp(url: string, model: string, streams: number): Promise<Batch> {
   // Connections left idle while the other paths ran may be closed by the server (llama-server
   // after 5 s) as a request goes out on them: each batch opens its own.
   agent.destroy();
-  const started = performance.now();
-  const timings = await Promise.all(
-    Array.from({ length: streams }, () =>
-      streamCompletion(url, { model, prompt: freshPrompt(), max_tokens: TOKENS, ignore_eos: true, ...SAMPLING }, agent),
-    ),
-  );
-  const wall = (performance.now() - started) / 1000;
-  for (const t of timings) {
-    if (!t.ok || t.completionTokens !== TOKENS)
-      throw new Error(`a stream did not complete: ${t.error ?? `${t.completionTokens} tokens`}`);
-  }
-  return { tokensPerSecond: (streams * TOKENS) / wall, ttftMs: timings.map((t) => t.ttftMs) };
-}
-
-/** node-llama-cpp driving `streams` sequences of one context at once, as armature's engine does. */
-async function directRunner(path: string, threads: number) {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath: path });
-  // The context armature's worker makes by default (its `--flash-attention auto`; node-llama-cpp's own
-  // default is off): both sides run the same context.
-  const context = await model.createContext({
-    contextSize: 2048,
-    sequences: SEQUENCES,
-    threads,
-    batchSize: 512,
-    flashAttention: "auto",
-  });
-  const sequences = Array.from({ length: SEQUENCES }, () => context.getSequence());
-  return {
-    async run(streams: number): Promise<Batch> {
-      const started = performance.now();
-      const ttftMs: number[] = [];
-      await Promise.all(
-        sequences.slice(0, streams).map(async (sequence) => {
-          await sequence.clearHistory();
-          let count = 0;
-          // The sampling armature and llama-server are asked for: node-llama-cpp's own defaults (top-k 40)
-          // would sample from 40 tokens where the servers sort the whole vocabulary.
-          const options = {
-            temperature: SAMPLING.temperature,
-            topP: SAMPLING.top_p,
-            topK: SAMPLING.top_k,
-            minP: SAMPLING.min_p,
-            seed: promptSeed,
-            yieldEogToken: true,
-          };
-          for await (const _ of sequence.evaluate(freshPrompt() as Token[], options)) {
-            if (count === 0) ttftMs.push(performance.now() - started);
-            if (++count >= TOKENS) break;
-          }
-        }),
-      );
-      return { tokensPerSecond: (streams * TOKENS) / ((performance.now() - started) / 1000), ttftMs };
-    },
-    async close() {
-      await context.dispose();
-      await model.dispose();
-    },
-  };
+  return streamBatch(url, model, streams, TOKENS, agent);
 }
 
 console.log(
@@ -143,7 +70,7 @@ for (const [name, options] of Object.entries(models)) {
     const common = ["bin/armature.js", "serve", "--port", "0", "--log-level", "warn", "--model", path, "--model-name", "bench"];
     const engine = await startLlamaServer({ model: path, slots: SEQUENCES, contextPerSlot: 2048, threads });
     const servers: Served[] = [];
-    const direct = await directRunner(path, threads);
+    const direct = await directRunner(path, { threads, sequences: SEQUENCES, tokens: TOKENS });
     try {
       servers.push(await spawnServer([...common, "--threads", String(threads), "--sequences", String(SEQUENCES)]));
       servers.push(await spawnServer([...common, "--engine", "llama-server", "--engine-url", engine.url]));

@@ -9,8 +9,8 @@ import { writeFile } from "node:fs/promises";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { streamCompletion } from "../src/bench/index.js";
 import { buildTinyModel } from "../src/engines/index.js";
+import { streamBatch } from "./load/llamacpp-paths.js";
 import { machine } from "./load/processes.js";
 
 const [before, after, modelKind = "tiny", tokensArg = "512", roundsArg = "8"] = process.argv.slice(2);
@@ -39,22 +39,8 @@ async function serveFrom(cwd: string): Promise<{ url: string; stop: () => void }
   return { url, stop: () => child.kill("SIGINT") };
 }
 
-let seed = 0;
-function freshPrompt(): number[] {
-  seed++;
-  return Array.from({ length: 64 }, (_, i) => 40 + ((seed * 31 + i * 7) % 60));
-}
-const sampling = { temperature: 0.8, top_p: 0.95, top_k: 0, min_p: 0 };
-
 async function batch(url: string, streams: number): Promise<number> {
-  const agent = new Agent({ keepAlive: false });
-  const started = performance.now();
-  const body = () => ({ model: "bench", prompt: freshPrompt(), max_tokens: TOKENS, ignore_eos: true, ...sampling });
-  const timings = await Promise.all(Array.from({ length: streams }, () => streamCompletion(url, body(), agent)));
-  for (const t of timings) {
-    if (!t.ok || t.completionTokens !== TOKENS) throw new Error(`a stream did not complete: ${t.error ?? t.completionTokens}`);
-  }
-  return (streams * TOKENS) / ((performance.now() - started) / 1000);
+  return (await streamBatch(url, "bench", streams, TOKENS, new Agent({ keepAlive: false }))).tokensPerSecond;
 }
 
 const trees = [

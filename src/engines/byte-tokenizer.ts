@@ -40,13 +40,10 @@ export class ByteTokenizer implements Tokenizer {
   /** Special tokens decode to nothing, as with vLLM's `skip_special_tokens`. */
   decode(tokenIds: readonly number[]): string {
     // A streamed token's one or two ids, when ASCII (the usual case), need no UTF-8 decoder.
+    const fast = tokenIds.length <= SHORT_DECODE ? tokenIds.length : 0;
     let ascii = "";
     let i = 0;
-    for (const short = tokenIds.length <= SHORT_DECODE; short && i < tokenIds.length; i++) {
-      const id = tokenIds[i] as number;
-      if (id >= 0x80) break;
-      ascii += String.fromCharCode(id);
-    }
+    for (; i < fast && (tokenIds[i] as number) < 0x80; i++) ascii += String.fromCharCode(tokenIds[i] as number);
     if (i === tokenIds.length) return ascii;
     const bytes: number[] = [];
     let out = ascii;
