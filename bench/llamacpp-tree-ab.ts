@@ -4,14 +4,13 @@
 // the trees (the order flipped every round), tokens/s over each batch's wall time, median of ROUNDS.
 // Usage: node --import tsx bench/llamacpp-tree-ab.ts BEFORE_DIR AFTER_DIR [tiny|small] [TOKENS] [ROUNDS]
 // (a tree made with `git worktree add /tmp/before REV` and `ln -s $PWD/node_modules /tmp/before/`).
-import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildTinyModel } from "../src/engines/index.js";
 import { streamBatch } from "./load/llamacpp-paths.js";
-import { machine } from "./load/processes.js";
+import { machine, type Served, spawnServer } from "./load/processes.js";
 
 const [before, after, modelKind = "tiny", tokensArg = "512", roundsArg = "8"] = process.argv.slice(2);
 if (!before || !after) throw new Error("usage: bench/llamacpp-tree-ab.ts BEFORE_DIR AFTER_DIR [tiny|small] [TOKENS] [ROUNDS]");
@@ -21,22 +20,10 @@ const path = join(tmpdir(), `armature-ab-${modelKind}-${process.pid}.gguf`);
 const shapes = modelKind === "tiny" ? {} : { embeddingLength: 256, layers: 6, heads: 8, feedForwardLength: 1024 };
 await writeFile(path, buildTinyModel(shapes));
 
-async function serveFrom(cwd: string): Promise<{ url: string; stop: () => void }> {
+/** `armature serve` on the model from the checkout at `cwd`. */
+function serveFrom(cwd: string): Promise<Served> {
   const args = ["bin/armature.js", "serve", "--port", "0", "--log-level", "warn", "--model", path, "--model-name", "bench"];
-  const child = spawn(process.execPath, [...args, "--threads", "1", "--sequences", "4"], {
-    cwd,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /(http:\/\/[\d.]+:\d+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`armature in ${cwd} exited (${code}): ${out}`)));
-  });
-  return { url, stop: () => child.kill("SIGINT") };
+  return spawnServer([...args, "--threads", "1", "--sequences", "4"], undefined, cwd);
 }
 
 async function batch(url: string, streams: number): Promise<number> {
@@ -67,5 +54,5 @@ try {
     console.log(`| ${streams} | ${cells.join(" | ")} |`);
   }
 } finally {
-  for (const tree of trees) tree.server.stop();
+  await Promise.all(trees.map((tree) => tree.server.stop()));
 }

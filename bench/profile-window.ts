@@ -3,7 +3,8 @@
 // and shutdown are left out). Usage:
 //   node --import tsx bench/profile-window.ts PROFILE.cpuprofile REQUESTS [TOP]
 // REQUESTS is what the load generator reported for the run (wrk's "N requests in"). With `--all`
-// every sample counts (a replay, which writes nothing).
+// every sample counts (a replay, which writes nothing). With `--by-file` the busy time is summed per
+// source file (Node's own internals as one) instead of per function.
 import { readFileSync } from "node:fs";
 
 interface ProfileNode {
@@ -18,7 +19,8 @@ interface Profile {
 }
 
 const all = process.argv.includes("--all");
-const [file, requestsArg, topArg] = process.argv.slice(2).filter((arg) => arg !== "--all");
+const byFile = process.argv.includes("--by-file");
+const [file, requestsArg, topArg] = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
 if (!file || !requestsArg) throw new Error("usage: bench/profile-window.ts PROFILE.cpuprofile REQUESTS [TOP]");
 const requests = Number(requestsArg);
 const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
@@ -35,7 +37,10 @@ for (let i = first; i <= last; i++) {
   const us = (times[i + 1] ?? (times[i] as number)) - (times[i] as number);
   if (!frame || frame.functionName === "(idle)") continue;
   busyUs += us;
-  const key = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/^.*\/(src|node_modules)\//, "$1/")}`;
+  const where = frame.url.replace(/^.*\/(src|node_modules)\//, "$1/");
+  const key = byFile
+    ? where.replace(/^node:internal\/.*$/, "node:internal") || frame.functionName
+    : `${frame.functionName || "(anonymous)"} ${where}`;
   byFunction.set(key, (byFunction.get(key) ?? 0) + us);
 }
 console.log(`busy ${(busyUs / 1e6).toFixed(2)} s over the load, ${(busyUs / requests).toFixed(0)} µs per request`);

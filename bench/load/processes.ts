@@ -21,10 +21,15 @@ const USER_HZ = 100;
 
 /**
  * Spawns a TypeScript entry (under tsx) or the armature CLI and waits for `ready` on stdout (by
- * default an `http://…` address, which becomes `url`).
+ * default an `http://…` address, which becomes `url`). `cwd`: the checkout to run it from (another
+ * tree, for side-by-side runs); by default this one.
  */
-export async function spawnServer(args: readonly string[], ready: RegExp = /(http:\/\/[\d.]+:\d+)/): Promise<Served> {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+export async function spawnServer(
+  args: readonly string[],
+  ready: RegExp = /(http:\/\/[\d.]+:\d+)/,
+  cwd: string = ROOT,
+): Promise<Served> {
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd, stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on("data", (d: Buffer) => {
