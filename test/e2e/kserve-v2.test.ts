@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type ServiceError, status } from "@grpc/grpc-js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
-import { freePort, KSERVE_FIXTURES, KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
+import { freePort } from "../helpers/free-port.js";
+import { KSERVE_FIXTURES, KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
 import { sseData } from "../helpers/openai-spec.js";
 import { specSchemas } from "../helpers/spec-schemas.js";
 

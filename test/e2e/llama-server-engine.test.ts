@@ -14,9 +14,9 @@ import {
   loadTokenizer,
 } from "../../src/engines/index.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
+import { freePort } from "../helpers/free-port.js";
 import { type LlamaServer, startLlamaServer } from "../helpers/llama-server.js";
 import { modelsWithParents } from "../helpers/lora-admin.js";
-import { freePort } from "../helpers/nats-server.js";
 import { assertMatchesSchema, sseData } from "../helpers/openai-spec.js";
 import { qwen3TokenizerDir, writeTokenizerFolderOf } from "../helpers/tokenizer-folders.js";
 import { workersRefusal } from "../helpers/workers-refusal.js";

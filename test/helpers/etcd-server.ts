@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./nats-server.js";
+import { freePort } from "./free-port.js";
 
 /** A real single-node etcd on free loopback ports with a temporary data folder, stopped by pid. */
 export interface EtcdServer {

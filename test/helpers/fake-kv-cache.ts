@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { encode } from "@msgpack/msgpack";
 import { Publisher, Router } from "zeromq";
-import { freePort } from "./nats-server.js";
+import { freePort } from "./free-port.js";
 
 /**
  * The engine inside the engine-server test doubles (vLLM, SGLang, TensorRT-LLM): a prefix cache of

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -13,15 +12,6 @@ import { loadSync } from "@grpc/proto-loader";
 
 /** The KServe v2 specs the tests judge by (test/fixtures/kserve-v2/README.md). */
 export const KSERVE_FIXTURES = fileURLToPath(new URL("../fixtures/kserve-v2/", import.meta.url));
-
-/** A port free a moment ago, for a server flag that takes no 0 (`--grpc-port`). */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 type Callback = (error: ServiceError | null, response: Record<string, unknown>) => void;
 type ServiceClient = Client & Record<string, (...args: unknown[]) => unknown>;

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./nats-server.js";
+import { freePort } from "./free-port.js";
 
 const BUILD_SCRIPT = fileURLToPath(new URL("../../scripts/build-llama-server.mjs", import.meta.url));
 

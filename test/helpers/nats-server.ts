@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 /** A real nats-server on free loopback ports, stopped by its pid. */
 export interface NatsServer {
@@ -14,14 +14,6 @@ export interface NatsServer {
 }
 
 export const NATS_SERVER_BINARY = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find((p) => existsSync(p));
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Settings that go into a nats-server configuration file. */
 export interface NatsServerSettings {
@@ -33,7 +25,15 @@ export interface NatsServerSettings {
   readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile?: string; readonly verify?: boolean };
 }
 
-/** Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in place. */
+/** nats-server exited before it answered its health check. */
+class NatsExited extends Error {}
+
+/**
+ * Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in
+ * place. Without `ports`, they are chosen free and, should nats-server exit at once (another process
+ * took a port between the choice and its bind), chosen again, up to three times; the error says what
+ * nats-server printed.
+ */
 export async function startNatsServer(
   ports?: { port: number; monitor: number },
   host = "127.0.0.1",
@@ -42,22 +42,52 @@ export async function startNatsServer(
   settings: NatsServerSettings = {},
 ): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
   if (!NATS_SERVER_BINARY) throw new Error("nats-server is not installed (apt-get install nats-server; .ci/run does it)");
-  const port = ports?.port ?? (await freePort());
-  const monitor = ports?.monitor ?? (await freePort());
-  const jetStream = jetStreamDir ? ["-js", "-sd", jetStreamDir] : [];
   const configDir = Object.keys(settings).length > 0 ? await mkdtemp(join(tmpdir(), "armature-nats-")) : undefined;
-  const config: string[] = [];
-  if (configDir) {
-    await writeFile(join(configDir, "nats.conf"), natsConfig(settings));
-    config.push("-c", join(configDir, "nats.conf"));
+  if (configDir) await writeFile(join(configDir, "nats.conf"), natsConfig(settings));
+  const removeConfig = (): Promise<void> => (configDir ? rm(configDir, { recursive: true, force: true }) : Promise.resolve());
+  if (ports) {
+    try {
+      return await startNatsOn(ports, host, jetStreamDir, configDir, removeConfig);
+    } catch (error) {
+      await removeConfig();
+      throw error;
+    }
   }
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    let monitor = await freePort();
+    while (monitor === port) monitor = await freePort();
+    try {
+      return await startNatsOn({ port, monitor }, host, jetStreamDir, configDir, removeConfig);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof NatsExited)) {
+        await removeConfig();
+        throw error;
+      }
+    }
+  }
+}
+
+async function startNatsOn(
+  ports: { port: number; monitor: number },
+  host: string,
+  jetStreamDir: string | undefined,
+  configDir: string | undefined,
+  removeConfig: () => Promise<void>,
+): Promise<NatsServer & { ports: { port: number; monitor: number } }> {
+  const { port, monitor } = ports;
+  const jetStream = jetStreamDir ? ["-js", "-sd", jetStreamDir] : [];
+  const config = configDir ? ["-c", join(configDir, "nats.conf")] : [];
   const child: ChildProcess = spawn(
-    NATS_SERVER_BINARY,
+    NATS_SERVER_BINARY as string,
     [...config, "-a", host, "-p", String(port), "-m", String(monitor), ...jetStream],
-    { stdio: "ignore" },
+    // Its log (standard error) is kept, for the error when it exits at once.
+    { stdio: ["ignore", "ignore", "pipe"] },
   );
-  child.once("exit", () => {
-    if (configDir) void rm(configDir, { recursive: true, force: true });
+  let printed = "";
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (chunk: string) => {
+    printed = (printed + chunk).slice(-2_000);
   });
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -66,9 +96,20 @@ export async function startNatsServer(
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error("nats-server did not become healthy");
+    if (child.exitCode !== null) {
+      const last = printed.trim().split("\n").at(-1) ?? "";
+      throw new NatsExited(`nats-server exited (code ${child.exitCode}) before it became healthy: ${last}`);
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error("nats-server did not become healthy in 10 s");
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
+  // Past start-up its log is drained and dropped, so a long test cannot fill the pipe.
+  child.stderr?.removeAllListeners("data");
+  child.stderr?.resume();
+  child.once("exit", () => void removeConfig());
   return {
     ports: { port, monitor },
     url: `nats://${host}:${port}`,

@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 export const PROMETHEUS = "/usr/bin/prometheus";
 
@@ -13,17 +13,6 @@ export function havePrometheus(): boolean {
   const present = existsSync(PROMETHEUS);
   if (!present && process.env.CI) throw new Error("prometheus must be installed in CI");
   return present;
-}
-
-/** A free loopback port (bound and released: a race with another process is possible but rare). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 /** A Prometheus server of this test, with its HTTP API. */
@@ -38,8 +27,23 @@ export interface PrometheusServer {
 /**
  * Starts `prometheus` on a free loopback port, scraping `targets` (`host:port`, `/metrics`) every
  * `scrapeIntervalS` seconds into a throwaway data folder, and resolves once it scraped each target.
+ * Should it exit at once (another process took the port between the choice and its bind), a port is
+ * chosen again, up to three times.
  */
 export async function startPrometheus(targets: readonly string[], scrapeIntervalS = 1): Promise<PrometheusServer> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await startPrometheusOn(await freePort(), targets, scrapeIntervalS, attempt === 3);
+    if (started) return started;
+  }
+}
+
+/** Prometheus on `port`, or undefined when it exited before it answered (unless it is the `last` try). */
+async function startPrometheusOn(
+  port: number,
+  targets: readonly string[],
+  scrapeIntervalS: number,
+  last: boolean,
+): Promise<PrometheusServer | undefined> {
   const dir = await mkdtemp(join(tmpdir(), "armature-prometheus-"));
   const config = join(dir, "prometheus.yml");
   // JSON is YAML.
@@ -50,7 +54,6 @@ export async function startPrometheus(targets: readonly string[], scrapeInterval
       scrape_configs: [{ job_name: "armature", metrics_path: "/metrics", static_configs: [{ targets }] }],
     }),
   );
-  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(
     PROMETHEUS,
@@ -84,9 +87,14 @@ export async function startPrometheus(targets: readonly string[], scrapeInterval
     return active.length === targets.length && active.every((t) => t.health === "up");
   };
   try {
-    await until(allUp, () => output);
+    await until(
+      allUp,
+      () => output,
+      () => child.exitCode !== null,
+    );
   } catch (error) {
     await stop();
+    if (error instanceof PrometheusExited && !last) return undefined;
     throw error;
   }
   return {
@@ -106,9 +114,13 @@ export async function startPrometheus(targets: readonly string[], scrapeInterval
   };
 }
 
-async function until(ready: () => Promise<boolean>, output: () => string): Promise<void> {
+/** Prometheus exited before it scraped its targets. */
+class PrometheusExited extends Error {}
+
+async function until(ready: () => Promise<boolean>, output: () => string, exited: () => boolean): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (await ready()) return;
+    if (exited()) throw new PrometheusExited(`prometheus exited before it scraped its targets:\n${output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`prometheus did not scrape its targets in 30 s:\n${output()}`);

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./nats-server.js";
+import { freePort } from "./free-port.js";
 
 /** s3rver's fixed credentials. */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
@@ -16,12 +16,24 @@ export interface S3rver {
 
 /**
  * Starts s3rver in its own process on a free loopback port, with whole-object writes as S3 has them
- * (see s3rver-process.mjs); `stop` ends it and removes its files.
+ * (see s3rver-process.mjs); `stop` ends it and removes its files. Should it exit at once (another
+ * process took the port between the choice and its bind), a port is chosen again, up to three times.
  */
 export async function startS3rver(): Promise<S3rver> {
-  const launcher = join(dirname(fileURLToPath(import.meta.url)), "s3rver-process.mjs");
   const directory = await mkdtemp(join(tmpdir(), "armature-s3rver-"));
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const started = await startS3rverOn(await freePort(), directory);
+    if (started) return started;
+    if (attempt >= 3) {
+      await rm(directory, { recursive: true, force: true });
+      throw new Error("s3rver exited at once on three free ports in a row");
+    }
+  }
+}
+
+/** s3rver on `port`, or undefined when it exited before it answered. */
+async function startS3rverOn(port: number, directory: string): Promise<S3rver | undefined> {
+  const launcher = join(dirname(fileURLToPath(import.meta.url)), "s3rver-process.mjs");
   // s3rver's ListObjectsV2 continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider.
   const child: ChildProcess = spawn(
     process.execPath,
@@ -39,12 +51,15 @@ export async function startS3rver(): Promise<S3rver> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     try {
-      await fetch(endpoint);
-      return { endpoint, stop };
+      // S3's ListBuckets answer, so a server of another test that took the port is not taken for it.
+      const listing = await (await fetch(endpoint)).text();
+      if (listing.includes("ListAllMyBucketsResult")) return { endpoint, stop };
+      throw new Error(`not s3rver on ${endpoint}`);
     } catch {
-      if (Date.now() > deadline || child.exitCode !== null) {
+      if (child.exitCode !== null) return undefined;
+      if (Date.now() > deadline) {
         await stop();
-        throw new Error("s3rver did not start");
+        throw new Error("s3rver did not answer in 15 s");
       }
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -7,12 +7,12 @@ import { connect } from "@nats-io/transport-node";
 import { Etcd3 } from "etcd3";
 import OpenAI from "openai";
 import { isRunning } from "../../src/planner/connectors/adopted-worker.js";
-import { FakeKubernetesApi } from "../../src/planner/connectors/fake-kubernetes-api.js";
 import { PLANNER_CLAIM } from "../../src/planner/index.js";
 import { EtcdDiscovery } from "../../src/runtime/etcd/index.js";
 import { encodeMessage } from "../../src/runtime/index.js";
 import { startArmature } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers } from "../helpers/cluster-servers.js";
+import { FakeKubernetesApi } from "../helpers/fake-kubernetes-api.js";
 
 // armature planner as its own process over a real nats-server and etcd: it reads the frontend's
 // traffic reports and starts and drains mocker worker processes through the local connector.

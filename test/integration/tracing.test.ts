@@ -4,7 +4,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { type ServeProcess, startArmature, startServe } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
-import { freePort, KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
+import { freePort } from "../helpers/free-port.js";
+import { KserveGrpcClient } from "../helpers/kserve-grpc-client.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.js";
 
 // Frontend and workers as separate processes over a real nats-server and etcd, each exporting its

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import OpenAI from "openai";
 import { ensureTinyModel } from "../../src/engines/index.js";
+import { freePort } from "../helpers/free-port.js";
 import { llamaServerBinary } from "../helpers/llama-server.js";
-import { freePort } from "../helpers/nats-server.js";
 
 /** `armature up FILE` in its own process group (the test signals the group, as a terminal's Ctrl-C does), its output collected. */
 function startUp(file: string) {

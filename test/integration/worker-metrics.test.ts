@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { startArmature } from "../helpers/armature-process.js";
 import { type ClusterServers, startClusterServers, waitForInstances } from "../helpers/cluster-servers.js";
-import { freePort } from "../helpers/nats-server.js";
+import { freePort } from "../helpers/free-port.js";
 
 // `armature worker --metrics-port`: a worker process answers Prometheus on its own port, so the KV
 // block manager's metrics (which live on the llama.cpp workers) reach a scrape in a distributed

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
+import { FakeKubernetesApi, type FakeKubernetesApiOptions } from "../../../test/helpers/fake-kubernetes-api.js";
 import { isArmatureError } from "../../protocol/index.js";
-import { FakeKubernetesApi, type FakeKubernetesApiOptions } from "./fake-kubernetes-api.js";
 import { KubernetesConnector } from "./kubernetes-connector.js";
 import { scalingConnectorContract } from "./scaling-connector-contract.js";
 
