@@ -13,7 +13,7 @@ import type { WorkerRole } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import type { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
-import type { StartedWorkers } from "./start-workers.js";
+import type { StartedWorkers } from "./started-workers.js";
 
 /** The planners sizing the workers of one process, one per model, and what the frontend gives them and shows of them. */
 export interface EmbeddedPlanner {

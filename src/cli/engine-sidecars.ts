@@ -20,7 +20,7 @@ import { ArmatureError } from "../protocol/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { WorkerHost } from "../worker/index.js";
 import type { ServeOptions } from "./serve-options.js";
-import type { StartedWorkers } from "./start-workers.js";
+import type { StartedWorkers } from "./started-workers.js";
 
 /**
  * `--engine llama-server`, `vllm`, `sglang` or `trtllm`: one worker per `--engine-url`, each the sidecar of an

@@ -1,5 +1,5 @@
 import { type PlannerOptions, refusePredictorPeriod } from "../planner/index.js";
-import type { Setting } from "./serve-settings.js";
+import type { Setting } from "./setting.js";
 
 /** The flags that size a planner besides `--planner` and the SLA targets (serve, planner, replay). */
 export const plannerSizingFlags = [

@@ -8,8 +8,9 @@ import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import type { BusSecurityOptions, DiscoverySecurityOptions } from "../runtime/index.js";
 import { parseByteSize } from "./byte-size.js";
 import { parsePredictorPeriod } from "./planner-settings.js";
-import { configError, type RouterName, type Setting, serveSettings } from "./serve-settings.js";
+import { configError, type RouterName, serveSettings } from "./serve-settings.js";
 import { loraOptions, type ModelSpec, modelOptions } from "./served-models.js";
+import type { Setting } from "./setting.js";
 
 export { type RouterName, serveSettings, serveUsage } from "./serve-settings.js";
 

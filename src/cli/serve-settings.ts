@@ -3,21 +3,12 @@ import { REASONING_PARSER_NAMES, TOOL_CALL_PARSER_NAMES } from "../frontend/inde
 import { ArmatureError } from "../protocol/index.js";
 import { basicPolicyNames } from "../router/index.js";
 import { plannerSettings } from "./planner-settings.js";
+import type { Setting } from "./setting.js";
 
 export { plannerSizingFlags } from "./planner-settings.js";
 
 export const routerNames = [...basicPolicyNames, "kv", "remote"] as const;
 export type RouterName = (typeof routerNames)[number];
-
-/** One flag: its type, environment twin, help, and allowed values. */
-export interface Setting {
-  readonly type: "string" | "integer" | "number" | "boolean";
-  /** A repeatable flag; its environment twin is comma-separated, its config key a list. */
-  readonly multiple?: boolean;
-  readonly env: string;
-  readonly help: string;
-  readonly choices?: readonly string[];
-}
 
 /** Every serve flag, its environment twin and its meaning; the config file uses the flag names. */
 export const serveSettings: Record<string, Setting> = {

@@ -10,7 +10,7 @@ import {
   type TimingModel,
 } from "../engines/index.js";
 import { type KvbmSettings, workerDiskDirectory } from "../kvbm/index.js";
-import { createTracing, type Logger, type MetricMeter, PrometheusMeter, type Tracing } from "../observability/index.js";
+import { createTracing, type Logger, type MetricMeter, PrometheusMeter } from "../observability/index.js";
 import { plannerWorkerOrigin } from "../planner/connectors/local-worker.js";
 import { ArmatureError, type WorkerRole } from "../protocol/index.js";
 import { MemoryDiscovery, type Runtime } from "../runtime/index.js";
@@ -19,6 +19,7 @@ import { WorkerHost } from "../worker/index.js";
 import { startEngineSidecars } from "./engine-sidecars.js";
 import { isEngineServer, type LlamaHardwareOptions, type ServeOptions } from "./serve-options.js";
 import { servedModelName } from "./served-models.js";
+import type { StartedWorkers } from "./started-workers.js";
 
 /**
  * The roles of the workers to start: `--prefill N` gives N prefill and `--decode M` (default
@@ -42,22 +43,6 @@ export function workerRoles(options: ServeOptions): WorkerRole[] {
 export function transferSecret(options: ServeOptions, runtime: Runtime): string | undefined {
   if (options.transferSecret !== undefined) return options.transferSecret;
   return runtime.discovery instanceof MemoryDiscovery ? randomBytes(32).toString("hex") : undefined;
-}
-
-/** The workers started, and how to start more of them (the planner's in-process connector). */
-export interface StartedWorkers {
-  readonly workers: WorkerHost[];
-  /** The first model's name (the one a planner's `addWorker` starts workers of). */
-  readonly modelName: string;
-  /** Every model served, in the order of `--model`. */
-  readonly modelNames: readonly string[];
-  /** The workers' spans (`--otlp-endpoint`); close it after the workers, so their last spans go out. */
-  readonly tracing: Tracing;
-  /**
-   * Starts one more worker of `role` of `model` (default: the first) with the same flags (the next
-   * index: its own disk tier folder).
-   */
-  addWorker(role: WorkerRole, model?: string): Promise<WorkerHost>;
 }
 
 /** Creates an engine per worker role and registers a worker host for each on the runtime. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { noTracing } from "./tracing.js";
+import { noTracing } from "./no-tracing.js";
 import { parseTraceparent, traceContextFromHeaders } from "./tracing-context.js";
 import { RequestTrace } from "./tracing-request.js";
 

@@ -21,15 +21,8 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import type { Logger } from "./logger.js";
-import {
-  randomSpanId,
-  randomTraceId,
-  type SpanAttributes,
-  type SpanOptions,
-  type TraceContext,
-  type TraceSpan,
-  type Tracing,
-} from "./tracing.js";
+import { randomSpanId, randomTraceId } from "./trace-ids.js";
+import type { SpanAttributes, SpanOptions, TraceContext, TraceSpan, Tracing } from "./tracing.js";
 
 export interface OtelTracingOptions {
   /**

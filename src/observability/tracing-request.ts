@@ -1,4 +1,5 @@
-import { nowMs, randomTraceId, type SpanAttributes, type TraceContext, type TraceSpan, type Tracing } from "./tracing.js";
+import { nowMs, randomTraceId } from "./trace-ids.js";
+import type { SpanAttributes, TraceContext, TraceSpan, Tracing } from "./tracing.js";
 import { parseTraceparent } from "./tracing-context.js";
 
 /** What the router does with a request's trace: marks its admission and hands its context to workers. */

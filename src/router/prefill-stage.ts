@@ -1,8 +1,27 @@
 import type { RouteTrace } from "../observability/index.js";
-import { ArmatureError, type GenerateRequest, type KvHandoff, localBlockHashes, type RequestEnd } from "../protocol/index.js";
+import {
+  ArmatureError,
+  type GenerateRequest,
+  type GenerateResponse,
+  type KvHandoff,
+  localBlockHashes,
+  type RequestEnd,
+} from "../protocol/index.js";
 import type { KvIndexView } from "./kv-policy.js";
-import type { Router } from "./router.js";
 import type { WorkerView } from "./worker-view.js";
+
+/** What the stage asks of the router among the prefill workers (a `Router` is one). */
+export interface PrefillRouter {
+  route(
+    request: GenerateRequest,
+    options: { signal: AbortSignal; trace?: RouteTrace | undefined },
+  ): Promise<{
+    readonly workerId: string;
+    readonly overlapBlocks: number | undefined;
+    readonly stream: AsyncIterable<GenerateResponse>;
+  }>;
+  eligibleWorkers(model: string): WorkerView[];
+}
 
 /** Where a request's prefill ran, for metrics and logs. */
 export type PrefillOutcome =
@@ -23,7 +42,7 @@ export type RemotePrefill = { readonly prefillWorkerId: string; readonly overlap
 
 export interface PrefillStageOptions {
   /** Routes among the prefill workers only (`roles: ["prefill"]`), KV-aware. */
-  readonly router: Router;
+  readonly router: PrefillRouter;
   /** Prompts with fewer uncached tokens than this are prefilled on the decode worker. Default 0 (never). */
   readonly thresholdTokens?: number;
   /** Prefill on the decode worker while the prefill workers hold this many requests each on average. Default unlimited. */

@@ -2,14 +2,10 @@ export { StreamingChecksum } from "./checksum.js";
 export { type CostModel, defaultCostModels, fitCostModel, transferMs } from "./cost-model.js";
 export type { AgentMetadata, BackendName, Medium, TransferDescriptor, TransferOp, TransferResult } from "./descriptors.js";
 export { backendNames } from "./descriptors.js";
+export { DirectoryObjectStore } from "./directory-object-store.js";
 export { localHostId } from "./host-id.js";
 export { NatsObjectStore, type NatsObjectStoreOptions } from "./nats-object-store.js";
-export {
-  DirectoryObjectStore,
-  MemoryObjectStore,
-  type ObjectEntry,
-  type ObjectStore,
-} from "./object-store.js";
+export { MemoryObjectStore, type ObjectEntry, type ObjectStore } from "./object-store.js";
 export {
   type ObjectStoreLocation,
   type OpenObjectStoreOptions,

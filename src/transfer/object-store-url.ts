@@ -1,7 +1,8 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ArmatureError } from "../protocol/index.js";
+import { DirectoryObjectStore } from "./directory-object-store.js";
 import { NATS_BUCKET_NAME, NatsObjectStore } from "./nats-object-store.js";
-import { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
+import { MemoryObjectStore, type ObjectStore } from "./object-store.js";
 import { S3ObjectStore, type S3ObjectStoreOptions } from "./s3-object-store.js";
 
 /** An object store URL, checked and taken apart. */

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { objectStoreContract } from "./contracts/object-store-contract.js";
-import { DirectoryObjectStore, MemoryObjectStore, type ObjectStore } from "./object-store.js";
+import { DirectoryObjectStore } from "./directory-object-store.js";
+import { MemoryObjectStore, type ObjectStore } from "./object-store.js";
 
 async function storeContract(store: ObjectStore): Promise<void> {
   await store.write("models/a b/kv#1", 0, Buffer.from("hello "));

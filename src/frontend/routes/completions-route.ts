@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
+import { ChatChunkShaper, chatAnswer } from "../chat-chunks.js";
 import { type ChoicePlan, planChoices } from "../choice-plan.js";
 import { sendChoices } from "../choice-responses.js";
 import { type Choices, startChoices } from "../choices.js";
@@ -14,7 +15,7 @@ import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js"
 import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
 import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
-import { ChatChunkShaper, chatAnswer, planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
+import { planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
 import { type GenerationApi, type GenerationRouteDeps, type PreparedPrompt, serveGeneration } from "./generation-flow.js";
 
 /** What the completion routes need from the server (every generating route needs the same). */

@@ -1,4 +1,3 @@
-export { ChatChunkShaper, chatAnswer } from "./chat-chunks.js";
 export { hermesParser } from "./hermes.js";
 export { llama3JsonParser } from "./llama3-json.js";
 export { mistralParser } from "./mistral.js";

@@ -1,7 +1,12 @@
-import { chatFormat, type FinishReason, type ResponseIdentity } from "../openai-format.js";
-import type { ChatDelta, ChatDeltaShaper } from "./stream-types.js";
-import { answerWithToolCalls, type ToolCallPlan, toolCallStream } from "./tool-plan.js";
-import type { ChatToolCall } from "./types.js";
+import { chatFormat, type FinishReason, type ResponseIdentity } from "./openai-format.js";
+import {
+  answerWithToolCalls,
+  type ChatDelta,
+  type ChatDeltaShaper,
+  type ChatToolCall,
+  type ToolCallPlan,
+  toolCallStream,
+} from "./tool-calls/index.js";
 
 /**
  * The chunks of a streamed chat answer under a tool plan: text as content deltas (through
