@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import OpenAI, { BadRequestError, NotFoundError } from "openai";
-import { responsesFields } from "../../src/frontend/requests/responses-request.js";
+import { responsesFields } from "../../src/frontend/responses/responses-request.js";
 import { type ServeProcess, startServe } from "../helpers/armature-process.js";
 import { assertMatchesResponsesSchema } from "../helpers/responses-spec.js";
 

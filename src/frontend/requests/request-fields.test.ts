@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { isArmatureError } from "../../protocol/index.js";
+import { parseCompletionRequest } from "../openai/completion-request.js";
 import { parseChatRequest } from "./chat-request.js";
-import { parseCompletionRequest } from "./completion-request.js";
 import { parseEmbeddingsRequest } from "./embeddings-request.js";
 import {
   chatFields,

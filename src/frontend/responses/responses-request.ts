@@ -1,8 +1,7 @@
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
-import type { ToolRequest } from "../tool-calls/index.js";
-import type { ChatMessage } from "./chat-request.js";
-import { type CommonParams, parseCommonParams } from "./common-params.js";
-import { asObject, type Body, invalid, optionalNumber } from "./field-checks.js";
+import type { ChatMessage } from "../requests/chat-request.js";
+import { type CommonParams, parseCommonParams } from "../requests/common-params.js";
+import { asObject, type Body, invalid, optionalNumber } from "../requests/field-checks.js";
 import {
   absent,
   accepted,
@@ -12,7 +11,8 @@ import {
   isFalse,
   refusedUnless,
   refuseUnservedFields,
-} from "./request-fields.js";
+} from "../requests/request-fields.js";
+import type { ToolRequest } from "../tool-calls/index.js";
 import { appendCall, echoedTools, functionCallItem, functionCallOutputItem, parseResponsesTools } from "./responses-tools.js";
 
 /** A `POST /v1/responses` body (OpenAI's Responses API), as the chat pipeline takes it. */

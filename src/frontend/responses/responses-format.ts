@@ -1,7 +1,7 @@
-import type { GenerationEnd, Usage } from "./generation.js";
-import type { TokenLogprobEntry } from "./logprobs-format.js";
-import type { ResponseEcho } from "./requests/responses-request.js";
-import type { ChatToolCall } from "./tool-calls/index.js";
+import type { GenerationEnd, Usage } from "../generation.js";
+import type { TokenLogprobEntry } from "../logprobs-format.js";
+import type { ChatToolCall } from "../tool-calls/index.js";
+import type { ResponseEcho } from "./responses-request.js";
 
 /**
  * Builders for OpenAI Responses API objects, in the shapes of the spec's `Response`,

@@ -1,8 +1,8 @@
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
+import type { ChatMessage } from "../requests/chat-request.js";
+import { asObject, type Body, invalid } from "../requests/field-checks.js";
+import { absent } from "../requests/request-fields.js";
 import { parseToolRequest, type ToolRequest } from "../tool-calls/index.js";
-import type { ChatMessage } from "./chat-request.js";
-import { asObject, type Body, invalid } from "./field-checks.js";
-import { absent } from "./request-fields.js";
 
 /**
  * The Responses API's function tools, read by the chat route's reader: Responses declares a

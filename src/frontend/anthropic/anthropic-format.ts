@@ -1,6 +1,6 @@
-import type { GenerationEnd, Usage } from "./generation.js";
-import type { HttpError } from "./http-errors.js";
-import type { ChatToolCall } from "./tool-calls/index.js";
+import type { GenerationEnd, Usage } from "../generation.js";
+import type { HttpError } from "../http-errors.js";
+import type { ChatToolCall } from "../tool-calls/index.js";
 
 /**
  * Builders for Anthropic Messages API objects and stream events, in the shapes of the

@@ -1,8 +1,8 @@
 import { ArmatureError } from "../../protocol/index.js";
-import { type CommonParams, parseCommonParams } from "./common-params.js";
-import { asObject, invalid, optionalBoolean, optionalNumber } from "./field-checks.js";
-import { completionFields, refuseUnservedFields } from "./request-fields.js";
-import { MAX_CHOICES } from "./sampling-fields.js";
+import { type CommonParams, parseCommonParams } from "../requests/common-params.js";
+import { asObject, invalid, optionalBoolean, optionalNumber } from "../requests/field-checks.js";
+import { completionFields, refuseUnservedFields } from "../requests/request-fields.js";
+import { MAX_CHOICES } from "../requests/sampling-fields.js";
 
 /** A legacy completion prompt: text to tokenize, or token ids used exactly as given. */
 export type CompletionPrompt = { readonly text: string } | { readonly tokenIds: readonly number[] };

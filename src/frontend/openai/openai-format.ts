@@ -1,5 +1,5 @@
-import type { Usage } from "./generation.js";
-import type { ChatToolCall } from "./tool-calls/index.js";
+import type { Usage } from "../generation.js";
+import type { ChatToolCall } from "../tool-calls/index.js";
 
 /** Builders for OpenAI response objects and stream chunks, chat and legacy completions. */
 export interface ResponseIdentity {

@@ -1,4 +1,3 @@
-import { chatFormat, type FinishReason, type ResponseIdentity } from "./openai-format.js";
 import {
   answerWithToolCalls,
   type ChatDelta,
@@ -6,7 +5,8 @@ import {
   type ChatToolCall,
   type ToolCallPlan,
   toolCallStream,
-} from "./tool-calls/index.js";
+} from "../tool-calls/index.js";
+import { chatFormat, type FinishReason, type ResponseIdentity } from "./openai-format.js";
 
 /**
  * The chunks of a streamed chat answer under a tool plan: text as content deltas (through

@@ -4,9 +4,7 @@ import type { Generation, GenerationEnd } from "../generation.js";
 import { sendJson } from "../http-io.js";
 import type { TokenLogprobEntry } from "../logprobs-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
-import { parseResponsesRequest, type ResponsesRequest } from "../requests/responses-request.js";
-import { outputItems, type ResponseIdentity, responseObject } from "../responses-format.js";
-import { ResponsesEventStream } from "../responses-stream.js";
+import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "../routes/generation-flow.js";
 import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import {
@@ -16,7 +14,9 @@ import {
   type ToolCallPlan,
   toolCallStream,
 } from "../tool-calls/index.js";
-import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "./generation-flow.js";
+import { outputItems, type ResponseIdentity, responseObject } from "./responses-format.js";
+import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
+import { ResponsesEventStream } from "./responses-stream.js";
 
 /** The event numbering of each stream in progress, so that an error after it began continues it. */
 const streams = new WeakMap<ServerResponse, ResponsesEventStream>();

@@ -1,12 +1,12 @@
 import type { ServerResponse } from "node:http";
-import type { Logger } from "../observability/index.js";
+import type { Logger } from "../../observability/index.js";
+import type { GenerationEnd } from "../generation.js";
+import { toHttpError } from "../http-errors.js";
+import { sendJson } from "../http-io.js";
+import { chatLogprobs, completionLogprobs, type TokenLogprobEntry } from "../logprobs-format.js";
+import { SseWriter } from "../sse-writer.js";
 import type { ChoiceEvent, Choices } from "./choices.js";
-import type { GenerationEnd } from "./generation.js";
-import { toHttpError } from "./http-errors.js";
-import { sendJson } from "./http-io.js";
-import { chatLogprobs, completionLogprobs, type TokenLogprobEntry } from "./logprobs-format.js";
 import type { ResponseIdentity } from "./openai-format.js";
-import { SseWriter } from "./sse-writer.js";
 
 type Kind = "chat" | "text";
 

@@ -1,9 +1,9 @@
-import { ArmatureError } from "../protocol/index.js";
+import { ArmatureError } from "../../protocol/index.js";
+import type { ModelPipeline } from "../model-pipelines.js";
+import type { ChatRequest } from "../requests/chat-request.js";
 import type { ChoicesResponseOptions } from "./choice-responses.js";
 import type { ChoicePrompt } from "./choices.js";
-import type { ModelPipeline } from "./model-pipelines.js";
-import type { ChatRequest } from "./requests/chat-request.js";
-import type { CompletionPrompt, CompletionRequest } from "./requests/completion-request.js";
+import type { CompletionPrompt, CompletionRequest } from "./completion-request.js";
 
 /** What a request asks of the choices path: its prompts, `n`, `best_of`, and how the response is shaped. */
 export interface ChoicePlan {

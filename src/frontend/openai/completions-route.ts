@@ -1,22 +1,22 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../observability/index.js";
 import { ArmatureError } from "../../protocol/index.js";
-import { ChatChunkShaper, chatAnswer } from "../chat-chunks.js";
-import { type ChoicePlan, planChoices } from "../choice-plan.js";
-import { sendChoices } from "../choice-responses.js";
-import { type Choices, startChoices } from "../choices.js";
 import { type Generation, type GenerationEnd, startGeneration } from "../generation.js";
 import { sendJson } from "../http-io.js";
 import type { ModelPipeline } from "../model-pipelines.js";
-import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "../openai-format.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import { type ReasoningParserName, ReasoningStream, splitReasoning } from "../reasoning/index.js";
 import { type ChatRequest, parseChatRequest } from "../requests/chat-request.js";
-import { type CompletionRequest, parseCompletionRequest } from "../requests/completion-request.js";
+import { type GenerationApi, type GenerationRouteDeps, type PreparedPrompt, serveGeneration } from "../routes/generation-flow.js";
 import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import { planToolCalls, type ToolCallParserName, type ToolCallPlan } from "../tool-calls/index.js";
-import { type GenerationApi, type GenerationRouteDeps, type PreparedPrompt, serveGeneration } from "./generation-flow.js";
+import { ChatChunkShaper, chatAnswer } from "./chat-chunks.js";
+import { type ChoicePlan, planChoices } from "./choice-plan.js";
+import { sendChoices } from "./choice-responses.js";
+import { type Choices, startChoices } from "./choices.js";
+import { type CompletionRequest, parseCompletionRequest } from "./completion-request.js";
+import { chatFormat, completionFormat, type FinishReason, type ResponseIdentity, textChunkSerializer } from "./openai-format.js";
 
 /** What the completion routes need from the server (every generating route needs the same). */
 export type CompletionsRouteDeps = GenerationRouteDeps;

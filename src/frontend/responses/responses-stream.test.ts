@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { GenerationEnd } from "./generation.js";
+import type { GenerationEnd } from "../generation.js";
 import type { ResponseIdentity } from "./responses-format.js";
 import { ResponsesEventStream } from "./responses-stream.js";
 

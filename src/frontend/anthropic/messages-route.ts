@@ -1,15 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ArmatureError } from "../../protocol/index.js";
 import type { AccessDenial } from "../access/index.js";
-import { anthropicError, anthropicErrorOf, anthropicFormat, type MessageIdentity } from "../anthropic-format.js";
-import { AnthropicEventStream } from "../anthropic-stream.js";
 import type { Generation, GenerationEnd } from "../generation.js";
 import { toHttpError } from "../http-errors.js";
 import { lingerThenClose, readJsonBody, sendJson } from "../http-io.js";
 import type { ModelPipeline } from "../model-pipelines.js";
 import { refuseIfSurelyTooLong } from "../prompt-bound.js";
 import type { ChatMessage } from "../requests/chat-request.js";
-import { type MessagesRequest, parseCountTokensRequest, parseMessagesRequest } from "../requests/messages-request.js";
+import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "../routes/generation-flow.js";
 import { streamGeneration } from "../sse-stream.js";
 import { SseWriter } from "../sse-writer.js";
 import {
@@ -20,7 +18,9 @@ import {
   type ToolRequest,
   toolCallStream,
 } from "../tool-calls/index.js";
-import { type GenerationApi, type GenerationRouteDeps, type Reply, serveGeneration } from "./generation-flow.js";
+import { anthropicError, anthropicErrorOf, anthropicFormat, type MessageIdentity } from "./anthropic-format.js";
+import { AnthropicEventStream } from "./anthropic-stream.js";
+import { type MessagesRequest, parseCountTokensRequest, parseMessagesRequest } from "./messages-request.js";
 
 /** The paths of Anthropic's API, whose refusals (API keys included) take Anthropic's error shape. */
 export const ANTHROPIC_PATHS: readonly string[] = ["/v1/messages", "/v1/messages/count_tokens"];

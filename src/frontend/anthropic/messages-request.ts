@@ -1,11 +1,19 @@
 import { ArmatureError, isArmatureError } from "../../protocol/index.js";
+import type { ChatMessage } from "../requests/chat-request.js";
+import { type CommonParams, parseCommonParams } from "../requests/common-params.js";
+import { asObject, type Body, invalid, optionalNumber, requiredString } from "../requests/field-checks.js";
+import {
+  absent,
+  accepted,
+  emptyList,
+  type FieldRule,
+  honoured,
+  refusedUnless,
+  refuseUnservedFields,
+} from "../requests/request-fields.js";
 import { MAX_STOP_LENGTH } from "../stop-matcher.js";
 import type { ChatToolCall, ToolRequest } from "../tool-calls/index.js";
 import { parseAnthropicTools, toolResultMessage, toolUseCall } from "./anthropic-tools.js";
-import type { ChatMessage } from "./chat-request.js";
-import { type CommonParams, parseCommonParams } from "./common-params.js";
-import { asObject, type Body, invalid, optionalNumber, requiredString } from "./field-checks.js";
-import { absent, accepted, emptyList, type FieldRule, honoured, refusedUnless, refuseUnservedFields } from "./request-fields.js";
 
 /** A `POST /v1/messages` body (Anthropic's Messages API), as the chat pipeline takes it. */
 export interface MessagesRequest {

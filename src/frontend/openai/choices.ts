@@ -1,5 +1,5 @@
-import type { Router } from "../router/index.js";
-import { refuseUnservableParams } from "./engine-support.js";
+import type { Router } from "../../router/index.js";
+import { refuseUnservableParams } from "../engine-support.js";
 import {
   type Generation,
   type GenerationEnd,
@@ -7,8 +7,8 @@ import {
   type GenerationInput,
   startGeneration,
   type Usage,
-} from "./generation.js";
-import type { TokenLogprobEntry } from "./logprobs-format.js";
+} from "../generation.js";
+import type { TokenLogprobEntry } from "../logprobs-format.js";
 
 /** A prompt of a multi-choice request: its tokens and, with `echo`, the text each choice starts with. */
 export interface ChoicePrompt {

@@ -1,6 +1,6 @@
+import type { GenerationEnd } from "../generation.js";
+import type { ToolCallChunk } from "../tool-calls/index.js";
 import { anthropicFormat, type MessageIdentity, toolUseId } from "./anthropic-format.js";
-import type { GenerationEnd } from "./generation.js";
-import type { ToolCallChunk } from "./tool-calls/index.js";
 
 /** An Anthropic stream event: its `type` and fields. */
 export type AnthropicEvent = { readonly type: string } & Record<string, unknown>;

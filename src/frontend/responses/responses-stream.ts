@@ -1,5 +1,6 @@
-import type { GenerationEnd } from "./generation.js";
-import type { TokenLogprobEntry } from "./logprobs-format.js";
+import type { GenerationEnd } from "../generation.js";
+import type { TokenLogprobEntry } from "../logprobs-format.js";
+import type { ChatToolCall, ToolCallChunk } from "../tool-calls/index.js";
 import {
   deltaLogprobs,
   functionCallItem,
@@ -11,7 +12,6 @@ import {
   statusOf,
   textPart,
 } from "./responses-format.js";
-import type { ChatToolCall, ToolCallChunk } from "./tool-calls/index.js";
 
 /** A stream event: its `type` and fields, numbered in order. */
 export type ResponsesEvent = { readonly type: string; readonly sequence_number: number } & Record<string, unknown>;

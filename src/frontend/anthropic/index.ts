@@ -1,0 +1,1 @@
+export { ANTHROPIC_PATHS, handleCountTokens, handleMessages, sendAnthropicDenial } from "./messages-route.js";

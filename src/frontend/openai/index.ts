@@ -1,0 +1,1 @@
+export { handleCompletions } from "./completions-route.js";

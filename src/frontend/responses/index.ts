@@ -1,0 +1,1 @@
+export { handleResponses } from "./responses-route.js";
