@@ -7,10 +7,14 @@
 // server). Each generator's CPU is reported, and each server's own CPU per streamed token over the
 // wrk run. Then scale-out: `armature frontend --frontend-processes N` over NATS and etcd with one
 // mocker worker, N = 1 and 2, under wrk. Between the two, paired rounds: armature and the
-// streaming baseline both up, wrk alternating between them, the median of the rounds' ratios.
+// streaming baseline both up, wrk alternating between them, the median of the rounds' ratios; while
+// wrk holds its streams, a probe sends one more request at a time and times its first token, so the
+// first-token latency a new request meets on a loaded server is measured with wrk as the load (the
+// probe is one stream, its client nearly idle).
 // Needs `wrk` (apt-get install wrk).
 // Usage: npm run bench:frontend [-- seconds-per-run]
-import type { BenchOptions } from "../src/bench/index.js";
+import { Agent } from "node:http";
+import { type BenchOptions, streamCompletion } from "../src/bench/index.js";
 import { startEtcd } from "../test/helpers/etcd-server.js";
 import { startNatsServer } from "../test/helpers/nats-server.js";
 import { loadInChild, machine, type Served, spawnFastMockerServe, spawnServer } from "./load/processes.js";
@@ -94,19 +98,47 @@ console.log(
 );
 console.log("|---:|---|---:|---|---:|");
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number;
-type Round = { readonly rps: number; readonly cpuPerToken: number };
+type Round = { readonly rps: number; readonly cpuPerToken: number; readonly probeTtftMs: number[] };
+
+/** Streamed requests one at a time until `done`, each one's time to its first token (ms). */
+async function probeFirstTokens(url: string, done: () => boolean): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const ttfts: number[] = [];
+  try {
+    while (!done()) {
+      const t = await streamCompletion(url, body, agent);
+      if (!t.ok || t.completionTokens !== TOKENS) throw new Error(`a probe stream did not complete: ${t.error}`);
+      ttfts.push(t.ttftMs);
+    }
+  } finally {
+    agent.destroy();
+  }
+  return ttfts;
+}
+const percentile = (xs: readonly number[], p: number): number =>
+  [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
 const paired = { streaming: await servers.streaming(), armature: await servers.armature() };
+const probeRows: string[] = [];
 try {
   for (const c of [64, 512]) {
     const usage = { ...body, stream_options: { include_usage: true } };
     const round = async (server: Served): Promise<Round> => {
       const cpuBefore = server.cpuSeconds();
-      const w = await runWrk(server.url, "/v1/completions", usage, c, ROUND_SECONDS);
-      return { rps: w.requestsPerSecond, cpuPerToken: (server.cpuSeconds() - cpuBefore) / (w.requests * TOKENS) };
+      let finished = false;
+      const wrk = runWrk(server.url, "/v1/completions", usage, c, ROUND_SECONDS).finally(() => {
+        finished = true;
+      });
+      // The probe starts once wrk's connections are up; its tokens count with wrk's in the CPU per token.
+      await new Promise((r) => setTimeout(r, 500));
+      const probe = probeFirstTokens(server.url, () => finished);
+      const [w, probeTtftMs] = await Promise.all([wrk, probe]);
+      const tokens = (w.requests + probeTtftMs.length) * TOKENS;
+      return { rps: w.requestsPerSecond, cpuPerToken: (server.cpuSeconds() - cpuBefore) / tokens, probeTtftMs };
     };
     for (const server of Object.values(paired)) await runWrk(server.url, "/v1/completions", usage, c, 2); // warm-up
     const rates: number[] = [];
     const cpu: number[] = [];
+    const probes = { streaming: [] as number[], armature: [] as number[] };
     for (let i = 0; i < ROUNDS; i++) {
       const order = i % 2 === 0 ? (["streaming", "armature"] as const) : (["armature", "streaming"] as const);
       const got = new Map<string, Round>();
@@ -114,11 +146,22 @@ try {
       const [s, b] = [got.get("streaming"), got.get("armature")] as [Round, Round];
       rates.push(b.rps / s.rps);
       cpu.push(b.cpuPerToken / s.cpuPerToken);
+      probes.streaming.push(...s.probeTtftMs);
+      probes.armature.push(...b.probeTtftMs);
     }
+    probeRows.push(
+      `| ${c} | ${probes.streaming.length} / ${probes.armature.length} | ${percentile(probes.streaming, 50).toFixed(2)} / ${percentile(probes.streaming, 99).toFixed(2)} | ${percentile(probes.armature, 50).toFixed(2)} / ${percentile(probes.armature, 99).toFixed(2)} | ${(percentile(probes.armature, 99) - percentile(probes.streaming, 99)).toFixed(2)} |`,
+    );
     console.log(
       `| ${c} | ${rates.map((r) => `${(100 * r).toFixed(1)}%`).join(" ")} | ${(100 * median(rates)).toFixed(1)}% | ${cpu.map((r) => `${r.toFixed(2)}×`).join(" ")} | ${median(cpu).toFixed(2)}× |`,
     );
   }
+  console.log("\nfirst token of one more request while wrk holds the streams (the probe, all rounds pooled)\n");
+  console.log(
+    "| wrk streams | probes, streaming bare / armature | streaming bare p50 / p99 ms | armature p50 / p99 ms | added first-token p99 (ms) |",
+  );
+  console.log("|---:|---:|---:|---:|---:|");
+  for (const row of probeRows) console.log(row);
 } finally {
   await Promise.all(Object.values(paired).map((server) => server.stop()));
 }
