@@ -1,4 +1,4 @@
-import type { Logger } from "../observability/index.js";
+import type { Logger, RouteTrace } from "../observability/index.js";
 import {
   ArmatureError,
   type EmbedRequest,
@@ -11,16 +11,87 @@ import {
 } from "../protocol/index.js";
 import { type Delivery, iterate, type Runtime, type StreamSink } from "../runtime/index.js";
 import { ActiveLoad } from "./active-load.js";
-import { AdmissionQueue, type QueueTicket } from "./admission-queue.js";
+import { AdmissionQueue, type QueueTicket, type ShedReason } from "./admission-queue.js";
 import { FirstTokenLead } from "./first-token-lead.js";
 import type { RoutingPolicy } from "./policy.js";
 import { callEmbedding, callRanking, type EmbeddingCall, type RankingCall } from "./pooling-call.js";
 import type { PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
 import { type OpenStream, once, tapEnd, tracked } from "./routed-stream.js";
-import type { RoutedCall, RouteOptions, RouterOptions } from "./router-options.js";
 import { WorkerSet } from "./worker-set.js";
 import type { RouteRequest, RouterOverrides, WorkerView } from "./worker-view.js";
+
+/** When a worker counts as busy (Dynamo's request-rejection thresholds). */
+export interface BusyThresholds {
+  /** Busy when its active KV blocks exceed this fraction of its capacity. Default 1.0. */
+  readonly activeDecodeBlocks?: number;
+  /** Busy when its active prefill tokens exceed this many times its max batched tokens. Default 10. */
+  readonly activePrefillTokensFrac?: number;
+  /**
+   * Busy when the requests it runs or holds waiting reach this many times the sequences it runs at
+   * once (`maxSequences`): further requests wait in the router's queue, in priority order, rather
+   * than in the engine's own first-come queue. Default 1.0.
+   */
+  readonly activeSequencesFrac?: number;
+  /**
+   * The share of each worker's sequences kept for requests of priority 0 or more urgent: deferred
+   * requests (priority above 0, such as batch work) count a worker as busy once it runs
+   * (1 − this) of what the sequences threshold allows, so urgent arrivals find a free sequence.
+   * Default 0.
+   */
+  readonly priorityReserve?: number;
+  /** Requests that may wait while every worker is busy; more get HTTP 503. Default 1024. */
+  readonly queueSize?: number;
+}
+
+export interface RouterOptions {
+  readonly runtime: Runtime;
+  readonly policy: RoutingPolicy;
+  readonly logger: Logger;
+  readonly busy?: BusyThresholds;
+  /** Where bookings go; share one between replicas (and with the KV policy). Default: a local one. */
+  readonly activeLoad?: ActiveLoad;
+  /** Worker roles this router sends requests to. Default aggregated and decode workers. */
+  readonly roles?: readonly WorkerRole[];
+  /** Disaggregation: runs the prefill on a prefill worker before the request is routed here. */
+  readonly prefill?: PrefillStage | undefined;
+  /** Asks an `armature router` process to choose; the local policy decides when it cannot answer. */
+  readonly remote?: RemoteSelector | undefined;
+  /** A worker set to share with another router of this frontend (its owner closes it). Default: its own. */
+  readonly workers?: WorkerSet | undefined;
+  /** Told of each request the admission queue refused or shed (full, displaced, deadline unreachable). */
+  readonly onShed?: ((model: string, reason: ShedReason, priority: number) => void) | undefined;
+}
+
+/** A routed call: which worker serves it and the stream of its responses. */
+export interface RoutedCall {
+  readonly workerId: string;
+  /** Prompt blocks the worker already caches, when the policy knows (the KV policy does). */
+  readonly overlapBlocks: number | undefined;
+  /** The worker that prefilled the request, when it was disaggregated. */
+  readonly prefillWorkerId?: string | undefined;
+  /** Opens the call's stream into a sink (the worker's responses pushed as they arrive). */
+  readonly open: OpenStream;
+  /** The same stream read as an async iterable; take it one way or the other, once. */
+  readonly stream: AsyncIterable<GenerateResponse>;
+}
+
+/**
+ * Chooses a worker for each request (or honours a pinned one) and calls it on the request plane.
+ * Keeps its own in-flight count per worker until the call's stream ends.
+ */
+/** How one call to `Router.route` is made. */
+export interface RouteOptions {
+  readonly signal: AbortSignal;
+  readonly pinnedWorkerId?: string | undefined;
+  readonly overrides?: RouterOverrides | undefined;
+  /** Workers not to use for this request (one that just failed it). */
+  readonly excludeWorkerIds?: readonly string[] | undefined;
+  /** The request already waited its turn for a decode worker (before its prefill ran). */
+  readonly admitted?: boolean | undefined;
+  /** The request's trace: told when the request is admitted; its context goes with the worker call. */
+  readonly trace?: RouteTrace | undefined;
+}
 
 /** A request's turn at its model's queue, as `route` takes it. */
 interface Admission {
@@ -33,10 +104,6 @@ interface Admission {
   admittedAt: number;
 }
 
-/**
- * Chooses a worker for each request (or honours a pinned one) and calls it on the request plane.
- * Keeps its own in-flight count per worker until the call's stream ends.
- */
 export class Router {
   readonly workers: WorkerSet;
   readonly #runtime: Runtime;

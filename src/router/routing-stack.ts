@@ -8,9 +8,8 @@ import { type KvIndexView, kvPolicy } from "./kv-policy.js";
 import type { RoutingPolicy } from "./policy.js";
 import { type PrefillOutcome, PrefillStage } from "./prefill-stage.js";
 import type { RemoteSelector } from "./remote-selector.js";
-import { Router } from "./router.js";
+import { type BusyThresholds, Router } from "./router.js";
 import { routerOverheadMetrics, routerQueueMetrics } from "./router-metrics.js";
-import type { BusyThresholds } from "./router-options.js";
 import { WorkerSet } from "./worker-set.js";
 
 export interface RoutingStackOptions {
