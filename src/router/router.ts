@@ -80,30 +80,6 @@ export interface RoutedCall {
  * Chooses a worker for each request (or honours a pinned one) and calls it on the request plane.
  * Keeps its own in-flight count per worker until the call's stream ends.
  */
-/** How one call to `Router.route` is made. */
-export interface RouteOptions {
-  readonly signal: AbortSignal;
-  readonly pinnedWorkerId?: string | undefined;
-  readonly overrides?: RouterOverrides | undefined;
-  /** Workers not to use for this request (one that just failed it). */
-  readonly excludeWorkerIds?: readonly string[] | undefined;
-  /** The request already waited its turn for a decode worker (before its prefill ran). */
-  readonly admitted?: boolean | undefined;
-  /** The request's trace: told when the request is admitted; its context goes with the worker call. */
-  readonly trace?: RouteTrace | undefined;
-}
-
-/** A request's turn at its model's queue, as `route` takes it. */
-interface Admission {
-  readonly eligible: () => WorkerView[];
-  readonly free: () => boolean;
-  readonly ticket: QueueTicket;
-  /** Whether it waited its turn already (before its prefill, or a model scaled to zero). */
-  admitted: boolean;
-  /** When it was let through, for the first-token lead. */
-  admittedAt: number;
-}
-
 export class Router {
   readonly workers: WorkerSet;
   readonly #runtime: Runtime;
@@ -211,160 +187,117 @@ export class Router {
    * when the queue is full (or a request of higher priority took its place) and
    * `ROUTER_DEADLINE_UNREACHABLE` when its deadline would pass before it could run.
    */
-  async route(request: GenerateRequest, options: RouteOptions): Promise<RoutedCall> {
+  async route(
+    request: GenerateRequest,
+    options: {
+      signal: AbortSignal;
+      pinnedWorkerId?: string | undefined;
+      overrides?: RouterOverrides | undefined;
+      /** Workers not to use for this request (one that just failed it). */
+      excludeWorkerIds?: readonly string[] | undefined;
+      /** The request already waited its turn for a decode worker (before its prefill ran). */
+      admitted?: boolean | undefined;
+      /** The request's trace: told when the request is admitted; its context goes with the worker call. */
+      trace?: RouteTrace | undefined;
+    },
+  ): Promise<RoutedCall> {
     const excluded = new Set(options.excludeWorkerIds ?? []);
     const eligible = (): WorkerView[] => this.eligibleWorkers(request.model, request.lora).filter((w) => !excluded.has(w.id));
     const priority = request.priority ?? 0;
     const free = (): boolean => eligible().some((w) => !this.isBusy(w, priority));
-    const now = this.#runtime.clock.now();
-    const admission: Admission = {
-      eligible,
-      free,
-      ticket: { priority: request.priority, deadline: request.timeoutMs === undefined ? undefined : now + request.timeoutMs },
-      admitted: options.admitted === true,
-      admittedAt: now,
-    };
-    // An adapter's requests are prefilled where they decode: prefill workers run the base model.
-    const prefill = request.disaggregation || request.lora !== undefined ? undefined : this.#prefill;
-    if (prefill && options.pinnedWorkerId === undefined && eligible().length > 0) {
-      // Decode capacity first: a request refused after its prefill would strand the exported KV.
-      await this.#queueOf(request.model).admit(free, options.signal, admission.ticket);
-      admission.admitted = true;
-      options.trace?.admitted();
-      const split = await this.#routeSplit(prefill, request, eligible, options);
-      if (split) return split;
-    }
-    const candidates = await this.#admit(request, options, admission);
-    options.trace?.admitted();
-    const routeRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides: options.overrides };
-    const { chosen, remoteOverlap } = await this.#choose(candidates, routeRequest, options);
-    const overlapBlocks = remoteOverlap ?? this.#policy.overlapBlocks?.(chosen.id, routeRequest);
-    return this.#call(request, chosen, overlapBlocks, routeRequest, options, admission);
-  }
-
-  /**
-   * The disaggregated path, once the request holds its decode capacity: the prefill stage runs the
-   * prompt on a prefill worker while the decode worker is booked, then the decode half goes to that
-   * worker. Undefined when the stage prefills locally (the caller routes the request whole).
-   */
-  async #routeSplit(
-    prefill: PrefillStage,
-    request: GenerateRequest,
-    eligible: () => WorkerView[],
-    options: RouteOptions,
-  ): Promise<RoutedCall | undefined> {
-    // The decode worker, booked while the prefill runs: the prefill worker leaves out the KV it holds.
-    let decodeWorker: { id: string; release: () => void } | undefined;
-    const chooseDecodeWorker = async (): Promise<string | undefined> => {
-      decodeWorker = await this.#reserveDecodeWorker(request, eligible(), options);
-      return decodeWorker?.id;
-    };
-    try {
-      const staged = await prefill.run(request, options.signal, chooseDecodeWorker, options.trace);
-      if (!staged) return undefined;
-      if (staged.end) {
-        const fields = {
-          workerId: staged.prefillWorkerId,
-          prefillWorkerId: staged.prefillWorkerId,
-          overlapBlocks: staged.overlapBlocks,
-        };
-        return routedCall(fields, once(staged.end));
-      }
-      const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
-      const call = await this.#routeDecode(decode, decodeWorker?.id, options);
-      const onEnd = prefill.onDecodeEnd;
-      // The prompt's cache hits happened on the prefill worker.
-      return routedCall(
-        { workerId: call.workerId, prefillWorkerId: staged.prefillWorkerId, overlapBlocks: staged.overlapBlocks },
-        onEnd ? tapEnd(call.open, onEnd) : call.open,
-      );
-    } finally {
-      decodeWorker?.release();
-    }
-  }
-
-  /**
-   * Waits for the request's turn and returns the workers it may go to: the idle eligible ones (the
-   * eligible ones when it was admitted before its prefill and its decode worker filled up since),
-   * an adapter's resident ones first. A model scaled to zero waits for the worker its arrival wakes.
-   * A pinned request takes no turn: its candidates are every eligible worker.
-   */
-  async #admit(request: GenerateRequest, options: RouteOptions, admission: Admission): Promise<WorkerView[]> {
-    const { eligible, free, ticket } = admission;
-    const queue = this.#queueOf(request.model);
     let candidates = eligible();
-    if (
-      candidates.length === 0 &&
-      !admission.admitted &&
-      options.pinnedWorkerId === undefined &&
-      this.workers.isKept(request.model)
-    ) {
-      await queue.admit(free, options.signal, ticket);
-      admission.admitted = true;
-      admission.admittedAt = this.#runtime.clock.now();
+    let admitted = options.admitted === true;
+    const now = this.#runtime.clock.now();
+    const ticket: QueueTicket = {
+      priority: request.priority,
+      deadline: request.timeoutMs === undefined ? undefined : now + request.timeoutMs,
+    };
+    let admittedAt = now;
+    // An adapter's requests are prefilled where they decode: prefill workers run the base model.
+    const split = this.#prefill && !request.disaggregation && request.lora === undefined;
+    if (candidates.length > 0 && split && options.pinnedWorkerId === undefined) {
+      // Decode capacity first: a request refused after its prefill would strand the exported KV.
+      await this.#queueOf(request.model).admit(free, options.signal, ticket);
+      admitted = true;
+      options.trace?.admitted();
+      // Then, if the prefill runs remotely, its decode worker, booked while the prefill runs: the
+      // prefill worker leaves out the KV that worker holds.
+      let decodeWorker: { id: string; release: () => void } | undefined;
+      const chooseDecodeWorker = async (): Promise<string | undefined> => {
+        decodeWorker = await this.#reserveDecodeWorker(request, eligible(), options);
+        return decodeWorker?.id;
+      };
+      try {
+        const staged = await this.#prefill.run(request, options.signal, chooseDecodeWorker, options.trace);
+        if (staged?.end) {
+          const end = staged.end;
+          return routedCall(
+            { workerId: staged.prefillWorkerId, prefillWorkerId: staged.prefillWorkerId, overlapBlocks: staged.overlapBlocks },
+            once(end),
+          );
+        }
+        if (staged) {
+          const decode: GenerateRequest = { ...request, disaggregation: { phase: "decode", handoff: staged.handoff } };
+          const call = await this.#routeDecode(decode, decodeWorker?.id, options);
+          const onEnd = this.#prefill.onDecodeEnd;
+          // The prompt's cache hits happened on the prefill worker.
+          return routedCall(
+            { workerId: call.workerId, prefillWorkerId: staged.prefillWorkerId, overlapBlocks: staged.overlapBlocks },
+            onEnd ? tapEnd(call.open, onEnd) : call.open,
+          );
+        }
+      } finally {
+        decodeWorker?.release();
+      }
+    }
+    if (candidates.length === 0 && !admitted && options.pinnedWorkerId === undefined && this.workers.isKept(request.model)) {
+      // The model's pool is scaled to zero: the request waits its turn for the worker its arrival wakes.
+      await this.#queueOf(request.model).admit(free, options.signal, ticket);
+      admitted = true;
+      admittedAt = this.#runtime.clock.now();
       candidates = eligible();
     }
     if (candidates.length === 0) {
       throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
     }
-    if (options.pinnedWorkerId !== undefined) return candidates;
-    const priority = request.priority ?? 0;
-    let idle: WorkerView[] = [];
-    do {
-      if (!admission.admitted) {
-        await queue.admit(free, options.signal, ticket);
-        admission.admittedAt = this.#runtime.clock.now();
+    if (options.pinnedWorkerId === undefined) {
+      let idle: WorkerView[] = [];
+      do {
+        if (!admitted) {
+          await this.#queueOf(request.model).admit(free, options.signal, ticket);
+          admittedAt = this.#runtime.clock.now();
+        }
+        idle = eligible().filter((w) => !this.isBusy(w, priority));
+        // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
+      } while (!admitted && idle.length === 0 && eligible().length > 0);
+      // Admitted before its prefill, the request goes on even if its decode worker filled up since.
+      candidates = preferResident(idle.length > 0 || !admitted ? idle : eligible(), request.lora);
+      if (candidates.length === 0) {
+        throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
       }
-      idle = eligible().filter((w) => !this.isBusy(w, priority));
-      // Requests admitted at the same instant may have taken the last free worker meanwhile: wait again.
-    } while (!admission.admitted && idle.length === 0 && eligible().length > 0);
-    // Admitted before its prefill, the request goes on even if its decode worker filled up since.
-    candidates = preferResident(idle.length > 0 || !admission.admitted ? idle : eligible(), request.lora);
-    if (candidates.length === 0) {
-      throw new ArmatureError("ROUTER_NO_WORKER", `no worker serves ${servedName(request)} right now`, { retryable: true });
     }
-    return candidates;
-  }
-
-  /** The pinned worker, the router service's choice, or the policy's. */
-  async #choose(
-    candidates: WorkerView[],
-    routeRequest: RouteRequest,
-    options: RouteOptions,
-  ): Promise<{ chosen: WorkerView; remoteOverlap: number | undefined }> {
+    options.trace?.admitted();
+    let chosen = candidates[0];
+    let remoteOverlap: number | undefined;
+    const routeRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides: options.overrides };
     if (options.pinnedWorkerId !== undefined) {
-      const chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
+      chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
       if (!chosen) {
         throw new ArmatureError(
           "ROUTER_WORKER_NOT_FOUND",
-          `worker ${options.pinnedWorkerId} (nvext.backend_instance_id) does not serve model ${routeRequest.model}; GET /health lists the instances`,
+          `worker ${options.pinnedWorkerId} (nvext.backend_instance_id) does not serve model ${request.model}; GET /health lists the instances`,
           { param: "nvext.backend_instance_id" },
         );
       }
-      return { chosen, remoteOverlap: undefined };
-    }
-    if (this.#remote) {
+    } else if (this.#remote) {
       const answer = await this.#askRemote(candidates, routeRequest, options.signal);
-      const chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
-      return { chosen, remoteOverlap: answer?.overlapBlocks };
+      chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
+      remoteOverlap = answer?.overlapBlocks;
+    } else {
+      chosen = this.#policy.select(candidates, routeRequest);
     }
-    return { chosen: this.#policy.select(candidates, routeRequest), remoteOverlap: undefined };
-  }
-
-  /**
-   * Books the request on `chosen` (its uncached prompt tokens and its blocks, until the call ends)
-   * and opens the call: the worker's responses are checked as they arrive, the first token frees
-   * the booked prefill and records the first-token lead, the end frees the booking.
-   */
-  #call(
-    request: GenerateRequest,
-    chosen: WorkerView,
-    overlapBlocks: number | undefined,
-    routeRequest: RouteRequest,
-    options: RouteOptions,
-    admission: Admission,
-  ): RoutedCall {
     const workerId = chosen.id;
+    const overlapBlocks = remoteOverlap ?? this.#policy.overlapBlocks?.(workerId, routeRequest);
     const bookingId = `${request.requestId}#${++this.#requestSeq}`;
     const blocks = Math.ceil(request.tokenIds.length / chosen.card.blockSize);
     const handedOff = request.disaggregation?.phase === "decode";
@@ -382,7 +315,7 @@ export class Router {
       this.#queues.get(request.model)?.notify();
     };
     const firstToken = (): void => {
-      if (!admission.admitted) this.#lead.record(request.model, this.#runtime.clock.now() - admission.admittedAt);
+      if (!admitted) this.#lead.record(request.model, this.#runtime.clock.now() - admittedAt);
       this.#load.prefillDone(bookingId);
       this.#policy.onFirstToken?.(workerId, routeRequest);
       this.#queues.get(request.model)?.notify();
@@ -431,7 +364,11 @@ export class Router {
    * Sends the decode half to the worker chosen for it; when that one left meanwhile, to another by
    * load (which, lacking the prompt's first blocks, prefills the prompt itself).
    */
-  async #routeDecode(decode: GenerateRequest, workerId: string | undefined, options: RouteOptions): Promise<RoutedCall> {
+  async #routeDecode(
+    decode: GenerateRequest,
+    workerId: string | undefined,
+    options: Parameters<Router["route"]>[1],
+  ): Promise<RoutedCall> {
     const overrides = { ...options.overrides, overlapWeight: 0 };
     try {
       return await this.route(decode, { ...options, admitted: true, overrides, pinnedWorkerId: workerId });
