@@ -277,6 +277,9 @@ export class Router {
       }
     }
     options.trace?.admitted();
+    // From here to the booking below nothing awaits but the router service: requests admitted at
+    // the same instant choose in turn, each on a load that holds the bookings of those before it
+    // (an await in between let them all choose on the same load; router.test.ts has the case).
     let chosen = candidates[0];
     let remoteOverlap: number | undefined;
     const routeRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides: options.overrides };
