@@ -277,21 +277,14 @@ export class Router {
       }
     }
     options.trace?.admitted();
-    // From here to the booking below nothing awaits but the router service: requests admitted at
+    // From here to the booking (`#book`) nothing awaits but the router service: requests admitted at
     // the same instant choose in turn, each on a load that holds the bookings of those before it
     // (an await in between let them all choose on the same load; router.test.ts has the case).
-    let chosen = candidates[0];
-    let remoteOverlap: number | undefined;
     const routeRequest = { model: request.model, lora: request.lora, tokenIds: request.tokenIds, overrides: options.overrides };
+    let chosen: WorkerView;
+    let remoteOverlap: number | undefined;
     if (options.pinnedWorkerId !== undefined) {
-      chosen = candidates.find((w) => w.id === options.pinnedWorkerId);
-      if (!chosen) {
-        throw new ArmatureError(
-          "ROUTER_WORKER_NOT_FOUND",
-          `worker ${options.pinnedWorkerId} (nvext.backend_instance_id) does not serve model ${request.model}; GET /health lists the instances`,
-          { param: "nvext.backend_instance_id" },
-        );
-      }
+      chosen = pinnedWorker(candidates, options.pinnedWorkerId, request.model);
     } else if (this.#remote) {
       const answer = await this.#askRemote(candidates, routeRequest, options.signal);
       chosen = candidates.find((w) => w.id === answer?.workerId) ?? this.#policy.select(candidates, routeRequest);
@@ -299,8 +292,26 @@ export class Router {
     } else {
       chosen = this.#policy.select(candidates, routeRequest);
     }
+    const overlapBlocks = remoteOverlap ?? this.#policy.overlapBlocks?.(chosen.id, routeRequest);
+    return this.#book(request, chosen, overlapBlocks, routeRequest, options, admitted ? undefined : admittedAt);
+  }
+
+  /**
+   * Books the request on `chosen` (its uncached prompt tokens and its blocks, until the call ends)
+   * and opens the call: the worker's responses are checked as they arrive; the first token frees
+   * the booked prefill and, for a request that waited its turn from `waitedFrom`, records the
+   * first-token lead; the end frees the booking. Synchronous, so the booking lands in the same
+   * run as the choice (see `route`).
+   */
+  #book(
+    request: GenerateRequest,
+    chosen: WorkerView,
+    overlapBlocks: number | undefined,
+    routeRequest: RouteRequest,
+    options: { signal: AbortSignal; trace?: RouteTrace | undefined },
+    waitedFrom: number | undefined,
+  ): RoutedCall {
     const workerId = chosen.id;
-    const overlapBlocks = remoteOverlap ?? this.#policy.overlapBlocks?.(workerId, routeRequest);
     const bookingId = `${request.requestId}#${++this.#requestSeq}`;
     const blocks = Math.ceil(request.tokenIds.length / chosen.card.blockSize);
     const handedOff = request.disaggregation?.phase === "decode";
@@ -318,7 +329,7 @@ export class Router {
       this.#queues.get(request.model)?.notify();
     };
     const firstToken = (): void => {
-      if (!admitted) this.#lead.record(request.model, this.#runtime.clock.now() - admittedAt);
+      if (waitedFrom !== undefined) this.#lead.record(request.model, this.#runtime.clock.now() - waitedFrom);
       this.#load.prefillDone(bookingId);
       this.#policy.onFirstToken?.(workerId, routeRequest);
       this.#queues.get(request.model)?.notify();
@@ -451,6 +462,17 @@ function preferResident(candidates: WorkerView[], lora: string | undefined): Wor
   if (lora === undefined) return candidates;
   const ready = candidates.filter((w) => w.published?.residentLoras?.includes(lora));
   return ready.length > 0 ? ready : candidates;
+}
+
+/** The pinned worker among the candidates (`nvext.backend_instance_id`), or the error that names it. */
+function pinnedWorker(candidates: readonly WorkerView[], workerId: string, model: string): WorkerView {
+  const chosen = candidates.find((w) => w.id === workerId);
+  if (chosen) return chosen;
+  throw new ArmatureError(
+    "ROUTER_WORKER_NOT_FOUND",
+    `worker ${workerId} (nvext.backend_instance_id) does not serve model ${model}; GET /health lists the instances`,
+    { param: "nvext.backend_instance_id" },
+  );
 }
 
 /** "model M", or "LoRA adapter A of model M". */
