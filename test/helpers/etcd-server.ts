@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./free-port.js";
+import { ExitedAtOnce, onFreePorts } from "./free-port.js";
 
 /** A real single-node etcd on free loopback ports with a temporary data folder, stopped by pid. */
 export interface EtcdServer {
@@ -45,27 +45,23 @@ export async function startEtcd(layout?: EtcdLayout, host = "127.0.0.1", options
   if (!ETCD_BINARY) throw new Error("etcd is not installed (apt-get install etcd-server; .ci/run does it)");
   if (layout) return startEtcdOn(layout, host, options.tls);
   const dataDir = await mkdtemp(join(tmpdir(), "armature-etcd-"));
-  for (let attempt = 1; ; attempt++) {
-    const client = await freePort();
-    let peer = await freePort();
-    while (peer === client) peer = await freePort();
-    try {
-      return await startEtcdOn({ client, peer, dataDir }, host, options.tls);
-    } catch (error) {
-      await rm(logPathOf(dataDir), { force: true });
-      if (attempt >= 3 || !(error instanceof EtcdExited)) {
-        await rm(dataDir, { recursive: true, force: true });
+  try {
+    return await onFreePorts(2, async ([client, peer]) => {
+      try {
+        return await startEtcdOn({ client: client as number, peer: peer as number, dataDir }, host, options.tls);
+      } catch (error) {
+        await rm(logPathOf(dataDir), { force: true });
         throw error;
       }
-    }
+    });
+  } catch (error) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
   }
 }
 
 /** Where etcd's own log goes: beside its data folder (so a restart on the same layout writes it again). */
 const logPathOf = (dataDir: string): string => `${dataDir}.log`;
-
-/** etcd exited before it answered its health check. */
-class EtcdExited extends Error {}
 
 async function startEtcdOn(layout: EtcdLayout, host: string, tls: EtcdTls | undefined): Promise<EtcdServer> {
   const { client, peer, dataDir } = layout;
@@ -117,7 +113,7 @@ async function startEtcdOn(layout: EtcdLayout, host: string, tls: EtcdTls | unde
     }
     if (child.exitCode !== null) {
       const printed = (await readFile(logPath, "utf8").catch(() => "")).trim().split("\n").at(-1) ?? "";
-      throw new EtcdExited(`etcd exited (code ${child.exitCode}) before it became healthy: ${printed}`);
+      throw new ExitedAtOnce(`etcd exited (code ${child.exitCode}) before it became healthy: ${printed}`);
     }
     if (Date.now() > deadline) {
       child.kill("SIGKILL");

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./free-port.js";
+import { ExitedAtOnce, onFreePorts } from "./free-port.js";
 
 /** A real nats-server on free loopback ports, stopped by its pid. */
 export interface NatsServer {
@@ -25,9 +25,6 @@ export interface NatsServerSettings {
   readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly caFile?: string; readonly verify?: boolean };
 }
 
-/** nats-server exited before it answered its health check. */
-class NatsExited extends Error {}
-
 /**
  * Starts nats-server (Debian's package) and waits until its /healthz answers; `ports` restarts one in
  * place. Without `ports`, they are chosen free and, should nats-server exit at once (another process
@@ -45,26 +42,13 @@ export async function startNatsServer(
   const configDir = Object.keys(settings).length > 0 ? await mkdtemp(join(tmpdir(), "armature-nats-")) : undefined;
   if (configDir) await writeFile(join(configDir, "nats.conf"), natsConfig(settings));
   const removeConfig = (): Promise<void> => (configDir ? rm(configDir, { recursive: true, force: true }) : Promise.resolve());
-  if (ports) {
-    try {
-      return await startNatsOn(ports, host, jetStreamDir, configDir, removeConfig);
-    } catch (error) {
-      await removeConfig();
-      throw error;
-    }
-  }
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    let monitor = await freePort();
-    while (monitor === port) monitor = await freePort();
-    try {
-      return await startNatsOn({ port, monitor }, host, jetStreamDir, configDir, removeConfig);
-    } catch (error) {
-      if (attempt >= 3 || !(error instanceof NatsExited)) {
-        await removeConfig();
-        throw error;
-      }
-    }
+  const startOn = (on: { port: number; monitor: number }) => startNatsOn(on, host, jetStreamDir, configDir, removeConfig);
+  try {
+    if (ports) return await startOn(ports);
+    return await onFreePorts(2, ([port, monitor]) => startOn({ port: port as number, monitor: monitor as number }));
+  } catch (error) {
+    await removeConfig();
+    throw error;
   }
 }
 
@@ -98,7 +82,7 @@ async function startNatsOn(
     }
     if (child.exitCode !== null) {
       const last = printed.trim().split("\n").at(-1) ?? "";
-      throw new NatsExited(`nats-server exited (code ${child.exitCode}) before it became healthy: ${last}`);
+      throw new ExitedAtOnce(`nats-server exited (code ${child.exitCode}) before it became healthy: ${last}`);
     }
     if (Date.now() > deadline) {
       child.kill("SIGKILL");

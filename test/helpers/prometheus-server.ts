@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./free-port.js";
+import { ExitedAtOnce, onFreePorts } from "./free-port.js";
 
 export const PROMETHEUS = "/usr/bin/prometheus";
 
@@ -31,19 +31,10 @@ export interface PrometheusServer {
  * chosen again, up to three times.
  */
 export async function startPrometheus(targets: readonly string[], scrapeIntervalS = 1): Promise<PrometheusServer> {
-  for (let attempt = 1; ; attempt++) {
-    const started = await startPrometheusOn(await freePort(), targets, scrapeIntervalS, attempt === 3);
-    if (started) return started;
-  }
+  return onFreePorts(1, ([port]) => startPrometheusOn(port as number, targets, scrapeIntervalS));
 }
 
-/** Prometheus on `port`, or undefined when it exited before it answered (unless it is the `last` try). */
-async function startPrometheusOn(
-  port: number,
-  targets: readonly string[],
-  scrapeIntervalS: number,
-  last: boolean,
-): Promise<PrometheusServer | undefined> {
+async function startPrometheusOn(port: number, targets: readonly string[], scrapeIntervalS: number): Promise<PrometheusServer> {
   const dir = await mkdtemp(join(tmpdir(), "armature-prometheus-"));
   const config = join(dir, "prometheus.yml");
   // JSON is YAML.
@@ -94,7 +85,6 @@ async function startPrometheusOn(
     );
   } catch (error) {
     await stop();
-    if (error instanceof PrometheusExited && !last) return undefined;
     throw error;
   }
   return {
@@ -114,13 +104,10 @@ async function startPrometheusOn(
   };
 }
 
-/** Prometheus exited before it scraped its targets. */
-class PrometheusExited extends Error {}
-
 async function until(ready: () => Promise<boolean>, output: () => string, exited: () => boolean): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (await ready()) return;
-    if (exited()) throw new PrometheusExited(`prometheus exited before it scraped its targets:\n${output()}`);
+    if (exited()) throw new ExitedAtOnce(`prometheus exited before it scraped its targets:\n${output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`prometheus did not scrape its targets in 30 s:\n${output()}`);

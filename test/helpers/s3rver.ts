@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./free-port.js";
+import { ExitedAtOnce, onFreePorts } from "./free-port.js";
 
 /** s3rver's fixed credentials. */
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
@@ -21,18 +21,15 @@ export interface S3rver {
  */
 export async function startS3rver(): Promise<S3rver> {
   const directory = await mkdtemp(join(tmpdir(), "armature-s3rver-"));
-  for (let attempt = 1; ; attempt++) {
-    const started = await startS3rverOn(await freePort(), directory);
-    if (started) return started;
-    if (attempt >= 3) {
-      await rm(directory, { recursive: true, force: true });
-      throw new Error("s3rver exited at once on three free ports in a row");
-    }
+  try {
+    return await onFreePorts(1, ([port]) => startS3rverOn(port as number, directory));
+  } catch (error) {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
   }
 }
 
-/** s3rver on `port`, or undefined when it exited before it answered. */
-async function startS3rverOn(port: number, directory: string): Promise<S3rver | undefined> {
+async function startS3rverOn(port: number, directory: string): Promise<S3rver> {
   const launcher = join(dirname(fileURLToPath(import.meta.url)), "s3rver-process.mjs");
   // s3rver's ListObjectsV2 continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider.
   const child: ChildProcess = spawn(
@@ -56,7 +53,8 @@ async function startS3rverOn(port: number, directory: string): Promise<S3rver | 
       if (listing.includes("ListAllMyBucketsResult")) return { endpoint, stop };
       throw new Error(`not s3rver on ${endpoint}`);
     } catch {
-      if (child.exitCode !== null) return undefined;
+      if (child.exitCode !== null)
+        throw new ExitedAtOnce(`s3rver exited (code ${child.exitCode}) before it answered on ${endpoint}`);
       if (Date.now() > deadline) {
         await stop();
         throw new Error("s3rver did not answer in 15 s");
