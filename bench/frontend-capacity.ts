@@ -15,6 +15,7 @@
 // Usage: npm run bench:frontend [-- seconds-per-run]
 import { Agent } from "node:http";
 import { type BenchOptions, streamCompletion } from "../src/bench/index.js";
+import { summarize } from "../src/sim/index.js";
 import { startEtcd } from "../test/helpers/etcd-server.js";
 import { startNatsServer } from "../test/helpers/nats-server.js";
 import { loadInChild, machine, type Served, spawnFastMockerServe, spawnServer } from "./load/processes.js";
@@ -97,7 +98,7 @@ console.log(
   "| streams | armature / streaming bare, each round | median | server CPU per token, armature / streaming bare, each round | median |",
 );
 console.log("|---:|---|---:|---|---:|");
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number;
+const median = (xs: readonly number[]): number => summarize(xs).p50;
 type Round = { readonly rps: number; readonly cpuPerToken: number; readonly probeTtftMs: number[] };
 
 /** Streamed requests one at a time until `done`, each one's time to its first token (ms). */
@@ -115,8 +116,6 @@ async function probeFirstTokens(url: string, done: () => boolean): Promise<numbe
   }
   return ttfts;
 }
-const percentile = (xs: readonly number[], p: number): number =>
-  [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
 const paired = { streaming: await servers.streaming(), armature: await servers.armature() };
 const probeRows: string[] = [];
 try {
@@ -149,8 +148,10 @@ try {
       probes.streaming.push(...s.probeTtftMs);
       probes.armature.push(...b.probeTtftMs);
     }
+    // The same percentiles as the load generator's first-token figures (`summarize`).
+    const [ps, pa] = [summarize(probes.streaming), summarize(probes.armature)];
     probeRows.push(
-      `| ${c} | ${probes.streaming.length} / ${probes.armature.length} | ${percentile(probes.streaming, 50).toFixed(2)} / ${percentile(probes.streaming, 99).toFixed(2)} | ${percentile(probes.armature, 50).toFixed(2)} / ${percentile(probes.armature, 99).toFixed(2)} | ${(percentile(probes.armature, 99) - percentile(probes.streaming, 99)).toFixed(2)} |`,
+      `| ${c} | ${probes.streaming.length} / ${probes.armature.length} | ${ps.p50.toFixed(2)} / ${ps.p99.toFixed(2)} | ${pa.p50.toFixed(2)} / ${pa.p99.toFixed(2)} | ${(pa.p99 - ps.p99).toFixed(2)} |`,
     );
     console.log(
       `| ${c} | ${rates.map((r) => `${(100 * r).toFixed(1)}%`).join(" ")} | ${(100 * median(rates)).toFixed(1)}% | ${cpu.map((r) => `${r.toFixed(2)}×`).join(" ")} | ${median(cpu).toFixed(2)}× |`,

@@ -11,13 +11,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildTinyModel, LlamaCppEngine } from "../src/engines/index.js";
 import type { GenerateRequest } from "../src/protocol/index.js";
+import { summarize } from "../src/sim/index.js";
 import { directRunner, freshPrompt, PROMPT_TOKENS, SAMPLING, streamBatch } from "./load/llamacpp-paths.js";
 import { machine, spawnServer } from "./load/processes.js";
 
-const TOKENS = Number(process.argv[2] ?? 128);
-const REQUESTS = Number(process.argv[3] ?? 20);
-/** Sequences of each context (`--sequences`), alike for both paths. */
-const SEQUENCES = Number(process.argv[4] ?? 4);
+/** A positional argument: a whole number of at least 1, or the usage line naming it. */
+function countArg(at: number, name: string, fallback: number): number {
+  const value = Number(process.argv[at] ?? fallback);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Error(
+      `${name} must be a whole number of at least 1, not ${process.argv[at]}; usage: bench/llamacpp-single-stream.ts [TOKENS] [REQUESTS] [SEQUENCES]`,
+    );
+  }
+  return value;
+}
+const TOKENS = countArg(2, "TOKENS", 128);
+const REQUESTS = countArg(3, "REQUESTS", 20);
+/** Sequences of each context (`--sequences`), alike for every path. */
+const SEQUENCES = countArg(4, "SEQUENCES", 4);
 const WARMUP = 30;
 
 const path = join(await mkdtemp(join(tmpdir(), "armature-bench-")), "model.gguf");
@@ -63,7 +74,7 @@ async function overHttp(fresh: boolean): Promise<[number, number]> {
   return [b.ttftMs[0] as number, b.wallMs];
 }
 
-const median = (xs: number[]) => ([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number).toFixed(2);
+const median = (xs: readonly number[]): string => summarize(xs).p50.toFixed(2);
 try {
   for (let i = 0; i < WARMUP; i++) {
     await directly();
